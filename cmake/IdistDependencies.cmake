@@ -1,0 +1,53 @@
+# Finds each optional dependency according to IDIST_WITH_<X> (AUTO / ON / OFF) and sets
+# IDIST_HAVE_<X> to 1 or 0 for config.hpp.
+
+# idist_find(<NAME> <var-of-found> <find-command...>): runs the find command unless OFF, fails when
+# ON and not found, prints a status line when AUTO and not found.
+macro(idist_resolve name found)
+  if(IDIST_WITH_${name} STREQUAL "OFF")
+    set(IDIST_HAVE_${name} 0)
+  elseif(${found})
+    set(IDIST_HAVE_${name} 1)
+  elseif(IDIST_WITH_${name} STREQUAL "ON")
+    message(FATAL_ERROR "IDIST_WITH_${name}=ON but its dependency was not found")
+  else()
+    set(IDIST_HAVE_${name} 0)
+    message(STATUS "idist: ${name} not found, building without it")
+  endif()
+  message(STATUS "idist: ${name} = ${IDIST_HAVE_${name}}")
+endmacro()
+
+find_package(fmt REQUIRED)
+find_package(Threads REQUIRED)
+
+if(NOT IDIST_WITH_MPI STREQUAL "OFF")
+  set(MPI_CXX_SKIP_MPICXX TRUE)  # the C API only; no deprecated C++ bindings
+  find_package(MPI COMPONENTS CXX QUIET)
+endif()
+idist_resolve(MPI MPI_CXX_FOUND)
+
+if(NOT IDIST_WITH_GLOO STREQUAL "OFF")
+  find_package(Gloo CONFIG QUIET)
+  find_path(IDIST_ASIO_INCLUDE asio.hpp)
+  if(Gloo_FOUND AND IDIST_ASIO_INCLUDE)
+    set(IDIST_GLOO_DEPS_FOUND TRUE)
+  endif()
+endif()
+idist_resolve(GLOO IDIST_GLOO_DEPS_FOUND)
+
+if(NOT IDIST_WITH_NCCL STREQUAL "OFF")
+  if(NOT DEFINED CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
+    set(CUDAToolkit_ROOT /usr/local/cuda)
+  endif()
+  find_package(CUDAToolkit QUIET)
+  find_package(NCCL QUIET)
+  if(CUDAToolkit_FOUND AND NCCL_FOUND)
+    set(IDIST_NCCL_DEPS_FOUND TRUE)
+  endif()
+endif()
+idist_resolve(NCCL IDIST_NCCL_DEPS_FOUND)
+
+if(NOT IDIST_WITH_TORCH STREQUAL "OFF")
+  find_package(Torch QUIET)
+endif()
+idist_resolve(TORCH TORCH_FOUND)

@@ -1,0 +1,268 @@
+#pragma once
+/// @file
+/// Collectives of ignite.distributed.utils (all_reduce, all_gather, broadcast, barrier, new_group)
+/// on C++ values: scalars, contiguous spans, strings and byte blobs. Tensor overloads live in
+/// idist/torch/. Every call dispatches to current_model().
+///
+/// Common rules:
+/// - `group` defaults to the whole world and also accepts a plain rank list; a rank outside the
+///   group gets its input back unchanged (ignite's behaviour).
+/// - Blocking calls wait at most the timeout given at initialize(); then TimeoutError.
+/// - Spans are host memory for serial, mpi and gloo, and device memory of idist::device() for
+///   nccl. Scalars and strings are always host values.
+/// - Collectives of one group must be issued in the same order on every rank.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "idist/context.hpp"
+#include "idist/error.hpp"
+#include "idist/group.hpp"
+#include "idist/types.hpp"
+#include "idist/work.hpp"
+
+namespace idist {
+
+namespace detail {
+
+/// Where the data of a user's span lives for the current backend (host, or device() for nccl).
+Device span_device(const ComputationModel& model);
+
+template <Element T>
+Buffer buffer_of(std::span<T> s, Device device) {
+  return Buffer{const_cast<std::remove_cv_t<T>*>(s.data()), s.size(), dtype_of<T>, device};
+}
+template <Element T>
+Buffer host_buffer(T& value) {
+  return Buffer{&value, 1, dtype_of<T>, Device{}};
+}
+
+/// Throws ValueError unless 0 <= src < world size.
+void check_src(const ComputationModel& model, int src, std::string_view fn);
+
+/// Gathers `in` whose element count may differ between ranks. Returns the concatenation in rank
+/// order and sets `counts` to each rank's element count. Handles ranks outside `group`.
+std::vector<std::byte> all_gather_varying(ConstBuffer in, const Group& group, std::vector<std::size_t>& counts);
+
+/// Broadcasts `bytes` from world rank `src`, resizing the receivers' vector to the source's length
+/// (a length header, then the payload). A source passing `present` false makes every rank throw
+/// ValueError naming `what` and the source rank.
+void broadcast_bytes(std::vector<std::byte>& bytes, bool present, int src, std::string_view what);
+
+/// Validates ignite's rules for a missing broadcast value on the local rank.
+/// @throws ValueError when !present and (is_src or !safe_mode).
+void check_broadcast_presence(bool present, bool is_src, bool safe_mode);
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------------------------
+// all_reduce
+
+/// Non-blocking in-place reduction of `data` over `group`. Mirrors torch.distributed.all_reduce
+/// with async_op=True. `data` must stay valid until the Work completes.
+/// @throws ValueError for an op the element type cannot take (And / Or on floating types).
+template <Element T>
+Work all_reduce_async(std::span<T> data, ReduceOp op = ReduceOp::Sum, const Group& group = {}) {
+  ComputationModel& m = current_model();
+  if (!m.group_rank(group)) return Work{};
+  return m.all_reduce(detail::buffer_of(data, detail::span_device(m)), op, group);
+}
+
+/// In-place reduction of the contiguous `data` (same length on every rank) with `op` over `group`.
+/// Mirrors ignite.distributed.all_reduce on a tensor.
+/// @throws ValueError for an unsupported op / type pair; TimeoutError after the timeout.
+template <Element T>
+void all_reduce(std::span<T> data, ReduceOp op = ReduceOp::Sum, const Group& group = {}) {
+  all_reduce_async(data, op, group).wait();
+}
+
+/// all_reduce with ignite's op name ("SUM", "PRODUCT", "MIN", "MAX", "AND", "OR").
+/// @throws ValueError for an unknown name.
+template <Element T>
+void all_reduce(std::span<T> data, std::string_view op, const Group& group = {}) {
+  all_reduce(data, parse_reduce_op(op), group);
+}
+
+/// In-place reduction of a vector (not std::vector<bool>, which is not contiguous).
+template <Element T>
+  requires(!std::is_same_v<T, bool>)
+void all_reduce(std::vector<T>& data, ReduceOp op = ReduceOp::Sum, const Group& group = {}) {
+  all_reduce(std::span<T>(data), op, group);
+}
+
+/// In-place reduction of a vector, with ignite's op name.
+template <Element T>
+  requires(!std::is_same_v<T, bool>)
+void all_reduce(std::vector<T>& data, std::string_view op, const Group& group = {}) {
+  all_reduce(std::span<T>(data), parse_reduce_op(op), group);
+}
+
+/// Reduces one number over `group` and returns the result in the same C++ type (an int stays an
+/// int). Mirrors ignite.distributed.all_reduce on a Python number. Serial: returns `value`.
+template <Element T>
+T all_reduce(T value, ReduceOp op = ReduceOp::Sum, const Group& group = {}) {
+  all_reduce(std::span<T>(&value, 1), op, group);
+  return value;
+}
+
+/// Scalar all_reduce with ignite's op name.
+template <Element T>
+T all_reduce(T value, std::string_view op, const Group& group = {}) {
+  return all_reduce(value, parse_reduce_op(op), group);
+}
+
+// ---------------------------------------------------------------------------------------------
+// all_gather
+
+/// Gathers `data` from every rank of `group` and returns the concatenation in rank order. Ranks may
+/// contribute different lengths (the lengths are exchanged first). Mirrors ignite's all_gather on
+/// tensors whose first dimension differs. A rank outside `group` gets its own data back.
+template <Element T>
+std::vector<T> all_gather(std::span<const T> data, const Group& group = {}) {
+  std::vector<std::size_t> counts;
+  std::vector<std::byte> bytes = detail::all_gather_varying(
+      ConstBuffer{data.data(), data.size(), dtype_of<T>, Device{}}, group, counts);
+  std::vector<T> out(bytes.size() / sizeof(T));
+  if (!bytes.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+
+/// all_gather of a vector (not std::vector<bool>).
+template <Element T>
+  requires(!std::is_same_v<T, bool>)
+std::vector<T> all_gather(const std::vector<T>& data, const Group& group = {}) {
+  return all_gather(std::span<const T>(data), group);
+}
+
+/// Gathers one number per rank of `group`, in rank order. Mirrors ignite's all_gather on a number.
+template <Element T>
+std::vector<T> all_gather(T value, const Group& group = {}) {
+  ComputationModel& m = current_model();
+  if (!m.group_rank(group)) return {value};
+  std::vector<T> out(std::size_t(m.group_size(group)));
+  m.all_gather(ConstBuffer{&value, 1, dtype_of<T>, Device{}}, Buffer{out.data(), out.size(), dtype_of<T>, Device{}}, group)
+      .wait();
+  return out;
+}
+
+/// Non-blocking all_gather of equal-length spans: `out` holds in.size() * group size elements.
+/// Spans follow the backend's memory rule (host, or device memory for nccl).
+/// @throws ValueError when out.size() is not in.size() times the group size.
+template <Element T>
+Work all_gather_async(std::span<const T> in, std::span<T> out, const Group& group = {}) {
+  ComputationModel& m = current_model();
+  if (!m.group_rank(group)) {
+    if (out.size() < in.size()) throw ValueError("all_gather_async: out is smaller than in");
+    std::copy(in.begin(), in.end(), out.begin());
+    return Work{};
+  }
+  const std::size_t n = std::size_t(m.group_size(group));
+  if (out.size() != in.size() * n)
+    throw ValueError("all_gather_async: out has " + std::to_string(out.size()) + " elements, expected in.size() * group size = " +
+                     std::to_string(in.size() * n));
+  const Device dev = detail::span_device(m);
+  return m.all_gather(ConstBuffer{in.data(), in.size(), dtype_of<T>, dev}, detail::buffer_of(out, dev), group);
+}
+
+/// Gathers a string of any length and any UTF-8 (or binary) content from every rank of `group`.
+/// Mirrors ignite's all_gather on a str. A rank outside `group` gets {s}.
+std::vector<std::string> all_gather(std::string_view s, const Group& group = {});
+
+/// Gathers byte blobs of different sizes from every rank, for users' own serialization: the C++
+/// counterpart of ignite's all_gather on arbitrary picklable objects.
+std::vector<std::vector<std::byte>> all_gather_object(std::span<const std::byte> blob, const Group& group = {});
+
+// ---------------------------------------------------------------------------------------------
+// broadcast
+
+/// Non-blocking in-place broadcast of `data` (same length on every rank) from world rank `src`.
+/// @throws ValueError when src is outside [0, world size).
+template <Element T>
+Work broadcast_async(std::span<T> data, int src = 0, const Group& group = {}) {
+  ComputationModel& m = current_model();
+  detail::check_src(m, src, "broadcast");
+  if (!m.group_rank(group)) return Work{};
+  return m.broadcast(detail::buffer_of(data, detail::span_device(m)), src, group);
+}
+
+/// In-place broadcast of `data` (same length on every rank) from rank `src`.
+/// Mirrors ignite.distributed.broadcast on a tensor.
+/// @throws ValueError when src is outside [0, world size); TimeoutError after the timeout.
+template <Element T>
+void broadcast(std::span<T> data, int src = 0) {
+  broadcast_async(data, src).wait();
+}
+
+/// In-place broadcast of a vector (same length on every rank; not std::vector<bool>).
+template <Element T>
+  requires(!std::is_same_v<T, bool>)
+void broadcast(std::vector<T>& data, int src = 0) {
+  broadcast(std::span<T>(data), src);
+}
+
+/// Returns rank `src`'s `value` on every rank, exactly (no rounding, same C++ type).
+/// Mirrors ignite.distributed.broadcast on a number.
+/// @throws ValueError when src is outside [0, world size).
+template <Element T>
+T broadcast(T value, int src = 0) {
+  broadcast(std::span<T>(&value, 1), src);
+  return value;
+}
+
+/// Safe-mode broadcast (ignite's `safe_mode=True`): ranks other than `src` may pass std::nullopt.
+/// In safe mode the source first broadcasts whether it has a value, so a source passing
+/// std::nullopt makes every rank throw instead of leaving them waiting.
+/// @throws ValueError when the source passes std::nullopt ("source data can not be std::nullopt"),
+///         and on a non-source rank passing std::nullopt without safe_mode ("safe_mode should be
+///         true ..."); ValueError when src is outside [0, world size).
+template <Element T>
+T broadcast(std::optional<T> value, int src, bool safe_mode) {
+  ComputationModel& m = current_model();
+  detail::check_src(m, src, "broadcast");
+  const bool is_src = m.rank() == src;
+  if (!safe_mode) {
+    detail::check_broadcast_presence(value.has_value(), is_src, safe_mode);
+    return broadcast(*value, src);
+  }
+  std::vector<std::byte> bytes;
+  if (is_src && value) bytes.resize(sizeof(T)), std::memcpy(bytes.data(), &*value, sizeof(T));
+  detail::broadcast_bytes(bytes, !is_src || value.has_value(), src, "broadcast");
+  T out{};
+  std::memcpy(&out, bytes.data(), sizeof(T));
+  return out;
+}
+
+/// Returns rank `src`'s string on every rank (any length; receivers' lengths may differ).
+/// Mirrors ignite.distributed.broadcast on a str.
+/// @throws ValueError when src is outside [0, world size).
+std::string broadcast(std::string value, int src = 0);
+
+/// broadcast of a string literal.
+inline std::string broadcast(const char* value, int src = 0) { return broadcast(std::string(value), src); }
+
+/// Safe-mode string broadcast: ranks other than `src` may pass std::nullopt.
+/// @throws ValueError as for the numeric safe-mode broadcast.
+std::string broadcast(std::optional<std::string> value, int src, bool safe_mode);
+
+// ---------------------------------------------------------------------------------------------
+// barrier and groups
+
+/// Blocks until every rank of `group` has called it. Mirrors ignite.distributed.barrier.
+/// @throws TimeoutError when some rank does not arrive within the timeout.
+void barrier(const Group& group = {});
+
+/// Non-blocking barrier.
+Work barrier_async(const Group& group = {});
+
+/// Creates a process group of `ranks` (every rank of the world must call it, with the same list).
+/// Mirrors ignite.distributed.new_group.
+/// @throws ValueError for an empty list, a duplicate, or a rank outside [0, world size).
+Group new_group(std::vector<int> ranks);
+
+}  // namespace idist

@@ -1,0 +1,96 @@
+#pragma once
+/// @file
+/// The abstract ComputationModel every backend implements (mirrors ignite.distributed.comp_models'
+/// ComputationModel, with torch.distributed's process-group collectives folded in).
+///
+/// Users rarely touch it: the free functions of idist dispatch to the current model. Backend authors
+/// implement one subclass in src/<backend>/ and register a factory in src/core/registry.cpp.
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "idist/group.hpp"
+#include "idist/types.hpp"
+#include "idist/work.hpp"
+
+namespace idist {
+
+/// One distributed configuration: serial, mpi, gloo or nccl.
+///
+/// Collectives are non-blocking and return a Work; blocking calls are layered on top by the free
+/// functions. Buffers passed to collectives live on device() and must stay valid until the Work
+/// completes. `group` has been checked to contain this rank before a collective is called (see
+/// group_rank()); `src` is always a world rank. Every collective has a default that throws
+/// `BackendError("backend X does not support Y")`, so a partial backend overrides what it has.
+class ComputationModel {
+ public:
+  virtual ~ComputationModel() = default;
+  ComputationModel(const ComputationModel&) = delete;
+  ComputationModel& operator=(const ComputationModel&) = delete;
+
+  /// "serial", "mpi-dist", "gloo-dist" or "nccl-dist" (ignite's model names).
+  virtual std::string model_name() const = 0;
+  /// std::nullopt for serial, else "mpi", "gloo" or "nccl".
+  virtual std::optional<std::string> backend() const = 0;
+
+  /// Rank of this process in the world, in [0, world_size()).
+  virtual int rank() const = 0;
+  /// Rank of this process among the processes of its node.
+  virtual int local_rank() const = 0;
+  /// Number of processes in the world.
+  virtual int world_size() const = 0;
+  /// Number of processes on each node.
+  virtual int nproc_per_node() const = 0;
+  /// Index of this process's node, in [0, nnodes()).
+  virtual int node_rank() const = 0;
+  /// Number of nodes.
+  virtual int nnodes() const = 0;
+  /// The device this rank computes on (see idist::device()).
+  virtual Device device() const;
+  /// Hint for the local rank when the context was created outside idist (ignite's set_local_rank).
+  virtual void set_local_rank(int local_rank);
+  /// Timeout of every wait: rendezvous and collectives. Milliseconds.
+  std::chrono::milliseconds timeout() const noexcept { return timeout_; }
+
+  /// Tears the backend down (collective). Called once by idist::finalize(); never by a destructor,
+  /// so that a failing rank does not hang in a collective teardown while unwinding.
+  virtual void finalize() {}
+
+  /// This rank's position inside `group`, or std::nullopt when it is not a member.
+  /// Validates `group` (non-empty, distinct ranks in range) and creates its communicator on first
+  /// use; for some backends that is collective over the whole world.
+  /// @throws ValueError naming the bad rank list.
+  virtual std::optional<int> group_rank(const Group& group) = 0;
+  /// Number of ranks in `group`.
+  int group_size(const Group& group) const { return group.is_world() ? world_size() : int(group.ranks().size()); }
+
+  /// In-place reduction of `data` (count elements) with `op` over `group`.
+  virtual Work all_reduce(Buffer data, ReduceOp op, const Group& group);
+  /// Gathers `in` (same count on every rank) into `out` (count * group size elements), rank order.
+  virtual Work all_gather(ConstBuffer in, Buffer out, const Group& group);
+  /// Gathers `in` whose length differs by rank: `counts[i]` elements come from group rank i into
+  /// `out` (sum(counts) elements), rank order. `counts` is known to every rank.
+  virtual Work all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, const Group& group);
+  /// Copies `data` of world rank `src` to every rank of `group` (same count everywhere).
+  virtual Work broadcast(Buffer data, int src, const Group& group);
+  /// Completes once every rank of `group` has entered it.
+  virtual Work barrier(const Group& group);
+
+ protected:
+  explicit ComputationModel(std::chrono::milliseconds timeout) : timeout_(timeout) {}
+  /// Checks `group` against the world size and returns its ranks ascending (all ranks for the world).
+  /// @throws ValueError for an empty list, a duplicate or a rank outside [0, world_size()).
+  std::vector<int> normalize_group(const Group& group) const;
+  /// Throws BackendError("the <backend> backend does not support <what>").
+  [[noreturn]] void unsupported(std::string_view what) const;
+
+ private:
+  std::chrono::milliseconds timeout_;
+};
+
+}  // namespace idist

@@ -1,0 +1,93 @@
+#pragma once
+/// @file
+/// Configuration functions of ignite.distributed.utils: initialize / finalize a backend and query
+/// the distributed configuration. All of them dispatch to the current ComputationModel.
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "idist/computation_model.hpp"
+#include "idist/types.hpp"
+
+namespace idist {
+
+/// Options of initialize(). Mirrors the keyword arguments ignite's initialize() forwards to
+/// torch.distributed.init_process_group.
+struct InitOptions {
+  /// Bound on the rendezvous and on every later wait (collectives, barriers). Default 30 minutes.
+  std::chrono::milliseconds timeout = std::chrono::minutes(30);
+  /// Where the gloo and nccl backends rendezvous: "env://" (MASTER_ADDR / MASTER_PORT),
+  /// "tcp://host:port" or "file:///path". Ignored by mpi.
+  std::string init_method = "env://";
+  /// This process's rank; -1 = discover from the environment (see the API contract). Ignored by mpi.
+  int rank = -1;
+  /// Number of processes; -1 = discover from the environment. Ignored by mpi.
+  int world_size = -1;
+  /// This process's local rank; -1 = discover. Ignored by mpi (which measures it).
+  int local_rank = -1;
+};
+
+/// Initializes the distributed configuration with `backend` (one of available_backends()).
+/// Mirrors ignite.distributed.initialize. "mpi" calls MPI_Init_thread unless MPI is already
+/// initialized, in which case the existing MPI context is adopted.
+/// @throws ValueError for an unknown backend (listing the available ones) or when a backend is
+///         already initialized; TimeoutError when the rendezvous does not complete within
+///         opts.timeout; BackendError when the backend fails to start.
+void initialize(std::string_view backend, const InitOptions& opts = {});
+
+/// Tears down the current backend, restores environment variables it set, and returns to the
+/// serial model. Mirrors ignite.distributed.finalize. A no-op when serial.
+void finalize();
+
+/// Adopts a distributed context created outside idist (e.g. the program called MPI_Init itself).
+/// Mirrors ignite.distributed.sync. A no-op when none is found.
+void sync();
+
+/// The current backend: std::nullopt when serial, else "mpi", "gloo" or "nccl".
+/// Mirrors ignite.distributed.backend.
+std::optional<std::string> backend();
+
+/// "serial", "mpi-dist", "gloo-dist" or "nccl-dist". Mirrors ignite.distributed.model_name.
+std::string model_name();
+
+/// Backends compiled into this build, in the order "nccl", "gloo", "mpi".
+/// Mirrors ignite.distributed.available_backends.
+std::vector<std::string> available_backends();
+
+/// Rank of this process in [0, get_world_size()); 0 when serial. Mirrors ignite's get_rank.
+int get_rank();
+/// Rank of this process on its node; 0 when serial. Mirrors ignite's get_local_rank.
+int get_local_rank();
+/// Number of processes; 1 when serial. Mirrors ignite's get_world_size.
+int get_world_size();
+/// Number of processes per node; 1 when serial. Mirrors ignite's get_nproc_per_node.
+int get_nproc_per_node();
+/// Index of this node; 0 when serial. Mirrors ignite's get_node_rank.
+int get_node_rank();
+/// Number of nodes; 1 when serial. Mirrors ignite's get_nnodes.
+int get_nnodes();
+
+/// The device of this rank: "cuda:<local rank>" for nccl, and for gloo / mpi when a CUDA device is
+/// usable, else "cpu". Mirrors ignite.distributed.device.
+Device device();
+
+/// This host's name. Mirrors ignite.distributed.hostname.
+std::string hostname();
+
+/// Hints the local rank when the context was created outside idist (torchrun without LOCAL_RANK,
+/// a user's own MPI_Init). Mirrors ignite.distributed.set_local_rank.
+void set_local_rank(int local_rank);
+
+/// Logs the configuration on rank 0 (distributed configuration, backend, device, hostname, world
+/// size, rank, local rank, num processes per_node, num nodes, node rank), one line each, to stderr.
+/// Mirrors ignite.distributed.show_config.
+void show_config();
+
+/// The current computation model (never null: serial when nothing was initialized). Advanced use:
+/// issuing collectives on raw buffers, or writing layers such as the LibTorch one.
+ComputationModel& current_model();
+
+}  // namespace idist

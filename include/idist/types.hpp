@@ -1,0 +1,144 @@
+#pragma once
+/// @file
+/// Vocabulary types shared by every backend: reduction operations, element types, devices and the
+/// untyped buffer views that the ComputationModel interface works on.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace idist {
+
+/// Reduction applied by all_reduce. Mirrors ignite's op strings "SUM" "PRODUCT" "MIN" "MAX" "AND" "OR"
+/// (torch.distributed.ReduceOp SUM, PRODUCT, MIN, MAX, BAND, BOR).
+/// And / Or are bitwise on integers and logical on bool; they are rejected for floating types.
+/// On bool, Sum behaves as Or and Product as And (the result must stay a bool).
+enum class ReduceOp { Sum, Product, Min, Max, And, Or };
+
+/// Parses ignite's op name ("SUM", "PRODUCT", "MIN", "MAX", "AND", "OR"; exact, upper case).
+/// @throws ValueError naming the string and listing the accepted names.
+ReduceOp parse_reduce_op(std::string_view name);
+
+/// ignite's name of `op` ("SUM", ...).
+std::string_view to_string(ReduceOp op);
+
+/// Element type of a buffer. Sizes: Bool, UInt8, Int8 = 1 byte; Int16, Float16, BFloat16 = 2;
+/// Int32, Float32 = 4; Int64, Float64 = 8.
+enum class DType { Bool, UInt8, Int8, Int16, Int32, Int64, Float16, BFloat16, Float32, Float64 };
+
+/// Size of one element of `t`, in bytes.
+std::size_t dtype_size(DType t) noexcept;
+
+/// Lower-case name of `t` ("float32", "bfloat16", ...), as used in error messages.
+std::string_view to_string(DType t) noexcept;
+
+/// True for Float16, BFloat16, Float32 and Float64.
+constexpr bool is_floating(DType t) noexcept {
+  return t == DType::Float16 || t == DType::BFloat16 || t == DType::Float32 || t == DType::Float64;
+}
+
+/// IEEE 754 binary16 storage type (what torch calls at::Half). Converts to and from float.
+struct Half {
+  std::uint16_t bits = 0;
+  Half() = default;
+  /// Rounds `f` to the nearest binary16 value (ties to even).
+  explicit Half(float f) noexcept;
+  /// Exact widening to float.
+  explicit operator float() const noexcept;
+  friend bool operator==(Half a, Half b) noexcept { return float(a) == float(b); }
+};
+
+/// bfloat16 storage type (the upper 16 bits of a float32). Converts to and from float.
+struct BFloat16 {
+  std::uint16_t bits = 0;
+  BFloat16() = default;
+  /// Rounds `f` to the nearest bfloat16 value (ties to even; NaN stays NaN).
+  explicit BFloat16(float f) noexcept;
+  /// Exact widening to float.
+  explicit operator float() const noexcept {
+    std::uint32_t u = std::uint32_t(bits) << 16;
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+  }
+  friend bool operator==(BFloat16 a, BFloat16 b) noexcept { return float(a) == float(b); }
+};
+
+/// Maps a C++ element type to its DType. Specialised for every supported type; the LibTorch layer
+/// adds at::Half and at::BFloat16.
+template <class T>
+struct dtype_traits;
+
+/// @cond INTERNAL
+#define IDIST_DTYPE_TRAIT(T, D)                 \
+  template <>                                   \
+  struct dtype_traits<T> {                      \
+    static constexpr DType value = DType::D;    \
+  };
+IDIST_DTYPE_TRAIT(bool, Bool)
+IDIST_DTYPE_TRAIT(std::uint8_t, UInt8)
+IDIST_DTYPE_TRAIT(std::int8_t, Int8)
+IDIST_DTYPE_TRAIT(std::int16_t, Int16)
+IDIST_DTYPE_TRAIT(std::int32_t, Int32)
+IDIST_DTYPE_TRAIT(std::int64_t, Int64)
+IDIST_DTYPE_TRAIT(Half, Float16)
+IDIST_DTYPE_TRAIT(BFloat16, BFloat16)
+IDIST_DTYPE_TRAIT(float, Float32)
+IDIST_DTYPE_TRAIT(double, Float64)
+#undef IDIST_DTYPE_TRAIT
+// `long long` is a distinct type from int64_t (`long`) on LP64; both are 64-bit integers.
+template <>
+struct dtype_traits<long long> {
+  static constexpr DType value = sizeof(long long) == 8 ? DType::Int64 : DType::Int32;
+};
+/// @endcond
+
+/// An element type idist can communicate: one with a dtype_traits specialisation.
+/// Plain `char` is deliberately not one, so that string literals select the string overloads.
+template <class T>
+concept Element = requires { dtype_traits<std::remove_cv_t<T>>::value; };
+
+/// The DType of element type T.
+template <Element T>
+inline constexpr DType dtype_of = dtype_traits<std::remove_cv_t<T>>::value;
+
+/// Kind of memory a buffer lives in.
+enum class DeviceType { CPU, CUDA };
+
+/// A device, as returned by idist::device() (mirrors torch.device). index is -1 for "cpu".
+struct Device {
+  DeviceType type = DeviceType::CPU;
+  int index = -1;
+  /// "cpu" or "cuda:N".
+  std::string str() const;
+  friend bool operator==(const Device&, const Device&) = default;
+};
+
+/// A mutable, contiguous, typed view of `count` elements at `data` on `device`.
+struct Buffer {
+  void* data = nullptr;
+  std::size_t count = 0;
+  DType dtype = DType::UInt8;
+  Device device{};
+  /// Size in bytes (count * dtype_size(dtype)).
+  std::size_t bytes() const noexcept { return count * dtype_size(dtype); }
+};
+
+/// A read-only, contiguous, typed view of `count` elements at `data` on `device`.
+struct ConstBuffer {
+  const void* data = nullptr;
+  std::size_t count = 0;
+  DType dtype = DType::UInt8;
+  Device device{};
+  ConstBuffer() = default;
+  ConstBuffer(const void* d, std::size_t n, DType t, Device dev = {}) : data(d), count(n), dtype(t), device(dev) {}
+  /// A mutable buffer is readable.
+  ConstBuffer(const Buffer& b) : data(b.data), count(b.count), dtype(b.dtype), device(b.device) {}  // NOLINT
+  /// Size in bytes (count * dtype_size(dtype)).
+  std::size_t bytes() const noexcept { return count * dtype_size(dtype); }
+};
+
+}  // namespace idist

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages idist builds, tests and trains with.
+# Skips what is already present; runs apt-get as root or through sudo.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config ninja-build
+  libopenmpi-dev openmpi-bin
+  libgloo-dev
+  libtorch-dev
+  libfmt-dev libcli11-dev libasio-dev
+  libgtest-dev libbenchmark-dev
+  zlib1g-dev
+  dataset-fashion-mnist
+  gnuplot-nox
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,26 @@
+#pragma once
+// Entry points each backend folder (src/mpi, src/gloo, src/nccl) defines for the registry.
+#include <memory>
+
+#include "idist/computation_model.hpp"
+#include "idist/config.hpp"
+#include "idist/context.hpp"
+
+namespace idist {
+#if IDIST_HAVE_MPI
+namespace mpi_backend {
+std::unique_ptr<ComputationModel> create(const InitOptions& opts);
+std::unique_ptr<ComputationModel> adopt();
+}  // namespace mpi_backend
+#endif
+#if IDIST_HAVE_GLOO
+namespace gloo_backend {
+std::unique_ptr<ComputationModel> create(const InitOptions& opts);
+}  // namespace gloo_backend
+#endif
+#if IDIST_HAVE_NCCL
+namespace nccl_backend {
+std::unique_ptr<ComputationModel> create(const InitOptions& opts);
+}  // namespace nccl_backend
+#endif
+}  // namespace idist

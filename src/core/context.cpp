@@ -1,0 +1,136 @@
+// The current computation model and the configuration functions that dispatch to it.
+#include "idist/context.hpp"
+
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <climits>
+#include <memory>
+
+#include "core/registry.hpp"
+#include "idist/error.hpp"
+#include "serial/serial_model.hpp"
+
+namespace idist {
+
+namespace {
+
+struct ContextState {
+  std::unique_ptr<ComputationModel> model = std::make_unique<serial::SerialModel>();
+  bool serial = true;
+  // ignite's _need_to_sync: while serial and not explicitly initialized, every query first looks for
+  // a context created outside idist (e.g. the program's own MPI_Init) and adopts it.
+  bool need_to_sync = true;
+};
+
+ContextState& state() {
+  static ContextState s;
+  return s;
+}
+
+bool try_adopt() {
+  for (const auto& entry : core::backends()) {
+    if (!entry.adopt) continue;
+    if (auto model = entry.adopt()) {
+      state().model = std::move(model);
+      state().serial = false;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string available_list() {
+  std::string s;
+  for (const auto& b : available_backends()) s += (s.empty() ? "" : ", ") + b;
+  return s.empty() ? "none (this build of idist has no distributed backend)" : s;
+}
+
+}  // namespace
+
+ComputationModel& current_model() {
+  ContextState& s = state();
+  if (s.serial && s.need_to_sync) try_adopt();
+  return *s.model;
+}
+
+void initialize(std::string_view backend, const InitOptions& opts) {
+  ContextState& s = state();
+  if (!s.serial)
+    throw ValueError("initialize: the " + s.model->backend().value_or("serial") +
+                     " backend is already initialized; call idist::finalize() first");
+  if (opts.timeout.count() <= 0)
+    throw ValueError("initialize: timeout must be positive, got " + std::to_string(opts.timeout.count()) + " ms");
+  for (const auto& entry : core::backends()) {
+    if (entry.name != backend) continue;
+    s.model = entry.create(opts);
+    s.serial = false;
+    s.need_to_sync = false;
+    return;
+  }
+  throw ValueError("initialize: backend should be one of the available backends (" + available_list() + "), but given '" +
+                   std::string(backend) + "'");
+}
+
+void finalize() {
+  ContextState& s = state();
+  if (s.serial) return;
+  std::unique_ptr<ComputationModel> model = std::move(s.model);
+  s.model = std::make_unique<serial::SerialModel>();
+  s.serial = true;
+  s.need_to_sync = true;
+  model->finalize();
+}
+
+void sync() {
+  ContextState& s = state();
+  if (s.serial) try_adopt();
+}
+
+std::optional<std::string> backend() { return current_model().backend(); }
+std::string model_name() { return current_model().model_name(); }
+
+std::vector<std::string> available_backends() {
+  std::vector<std::string> names;
+  for (const auto& entry : core::backends()) names.emplace_back(entry.name);
+  return names;
+}
+
+int get_rank() { return current_model().rank(); }
+int get_local_rank() { return current_model().local_rank(); }
+int get_world_size() { return current_model().world_size(); }
+int get_nproc_per_node() { return current_model().nproc_per_node(); }
+int get_node_rank() { return current_model().node_rank(); }
+int get_nnodes() { return current_model().nnodes(); }
+Device device() { return current_model().device(); }
+
+std::string hostname() {
+  char buf[HOST_NAME_MAX + 1] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+  return buf;
+}
+
+void set_local_rank(int local_rank) {
+  if (local_rank < 0) throw ValueError("set_local_rank: local_rank must be >= 0, got " + std::to_string(local_rank));
+  current_model().set_local_rank(local_rank);
+}
+
+void show_config() {
+  ComputationModel& m = current_model();
+  if (m.rank() != 0) return;
+  const auto line = [](std::string_view key, const std::string& value) {
+    fmt::print(stderr, "idist.distributed INFO: {}: {}\n", key, value);
+  };
+  line("distributed configuration", m.model_name());
+  line("backend", m.backend().value_or("None"));
+  line("device", m.device().str());
+  line("hostname", hostname());
+  line("world size", std::to_string(m.world_size()));
+  line("rank", std::to_string(m.rank()));
+  line("local rank", std::to_string(m.local_rank()));
+  line("num processes per_node", std::to_string(m.nproc_per_node()));
+  line("num nodes", std::to_string(m.nnodes()));
+  line("node rank", std::to_string(m.node_rank()));
+}
+
+}  // namespace idist

@@ -1,0 +1,10 @@
+#pragma once
+// Validation of (element type, reduction) pairs, shared by every backend.
+#include "idist/types.hpp"
+
+namespace idist::core {
+
+/// @throws ValueError when `op` cannot be applied to `dtype` (And / Or on floating types).
+void check_reduce_op(DType dtype, ReduceOp op);
+
+}  // namespace idist::core

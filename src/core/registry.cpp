@@ -1,0 +1,26 @@
+#include "core/registry.hpp"
+
+#include <array>
+
+#include "core/backend_factories.hpp"
+
+namespace idist::core {
+
+namespace {
+constexpr std::array kBackends = {
+#if IDIST_HAVE_NCCL
+    BackendEntry{"nccl", &nccl_backend::create, nullptr},
+#endif
+#if IDIST_HAVE_GLOO
+    BackendEntry{"gloo", &gloo_backend::create, nullptr},
+#endif
+#if IDIST_HAVE_MPI
+    BackendEntry{"mpi", &mpi_backend::create, &mpi_backend::adopt},
+#endif
+    BackendEntry{"", nullptr, nullptr},  // sentinel keeps the array non-empty in a serial-only build
+};
+}  // namespace
+
+std::span<const BackendEntry> backends() { return std::span(kBackends).first(kBackends.size() - 1); }
+
+}  // namespace idist::core

@@ -1,0 +1,25 @@
+#pragma once
+// The backends compiled into this build, and how to create or adopt each one's model.
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "idist/computation_model.hpp"
+#include "idist/context.hpp"
+
+namespace idist::core {
+
+/// One compiled-in backend.
+struct BackendEntry {
+  std::string_view name;  ///< "nccl", "gloo" or "mpi"
+  /// Creates and initializes the backend's model (collective over the world).
+  std::unique_ptr<ComputationModel> (*create)(const InitOptions& opts);
+  /// Returns a model wrapping a context created outside idist, or null when there is none
+  /// (ignite's create_from_context). May itself be null when the backend has no such notion.
+  std::unique_ptr<ComputationModel> (*adopt)();
+};
+
+/// Compiled-in backends in ignite's order: nccl, gloo, mpi.
+std::span<const BackendEntry> backends();
+
+}  // namespace idist::core

@@ -1,0 +1,28 @@
+#pragma once
+// The serial model: one process, no backend; every collective returns its input.
+#include "idist/computation_model.hpp"
+
+namespace idist::serial {
+
+/// ignite's _SerialModel: rank 0 of a world of 1.
+class SerialModel final : public ComputationModel {
+ public:
+  SerialModel() : ComputationModel(std::chrono::minutes(30)) {}
+  std::string model_name() const override { return "serial"; }
+  std::optional<std::string> backend() const override { return std::nullopt; }
+  int rank() const override { return 0; }
+  int local_rank() const override { return 0; }
+  int world_size() const override { return 1; }
+  int nproc_per_node() const override { return 1; }
+  int node_rank() const override { return 0; }
+  int nnodes() const override { return 1; }
+  Device device() const override;
+  std::optional<int> group_rank(const Group& group) override;
+  Work all_reduce(Buffer data, ReduceOp op, const Group& group) override;
+  Work all_gather(ConstBuffer in, Buffer out, const Group& group) override;
+  Work all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, const Group& group) override;
+  Work broadcast(Buffer data, int src, const Group& group) override;
+  Work barrier(const Group& group) override;
+};
+
+}  // namespace idist::serial
