@@ -231,7 +231,10 @@ T broadcast(std::optional<T> value, int src, bool safe_mode) {
     return broadcast(*value, src);
   }
   std::vector<std::byte> bytes;
-  if (is_src && value) bytes.resize(sizeof(T)), std::memcpy(bytes.data(), &*value, sizeof(T));
+  if (is_src && value) {
+    bytes.resize(sizeof(T));
+    std::memcpy(bytes.data(), &*value, sizeof(T));
+  }
   detail::broadcast_bytes(bytes, !is_src || value.has_value(), src, "broadcast");
   T out{};
   std::memcpy(&out, bytes.data(), sizeof(T));
