@@ -1,0 +1,89 @@
+#pragma once
+/// @file
+/// TCPStore: the key-value store behind the "env://" and "tcp://host:port" init methods. Rank 0 serves
+/// it (an Asio server thread inside the TCPStore object); every rank, rank 0 included, is a client over
+/// TCP. The wire protocol is documented at the top of tcp_store_protocol.hpp.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "store/store.hpp"
+
+namespace idist::store {
+
+namespace detail {
+class TCPStoreServer;
+class TCPStoreClient;
+}  // namespace detail
+
+/// Key under which every client counts itself when it joins (add(kJoinedKey, 1)); its value is the
+/// "k" of "k of n workers joined".
+inline constexpr const char* kJoinedKey = "idist/store/joined";
+
+/// Key-value store over TCP, served by rank 0 (`is_server`) at host:port; others connect.
+/// Mirrors torch.distributed.TCPStore as used by ignite's "env://" / "tcp://" init methods.
+///
+/// - Every client call honours `timeout`, including the first connect: a client retries connecting until
+///   the deadline, so the server may start later than its clients.
+/// - Every client adds 1 to kJoinedKey once connected. With `wait_for_workers` (default), the server's
+///   constructor waits until `world_size` clients joined; every TimeoutError of a wait says
+///   "k of n workers joined" so that missing ranks are visible.
+/// - A malformed or oversized request closes that client's connection only; the server keeps serving the
+///   others.
+/// - Shutdown: the server outlives the clients' last requests. The serving object's destructor first
+///   closes its own client connection, then waits (at most `timeout`) until every other client has
+///   disconnected — a client disconnects when its TCPStore is destroyed or its process exits — and only
+///   then stops and joins the server thread. No barrier is needed before destruction.
+/// - Thread safe: calls from several threads are serialized on the one connection.
+class TCPStore final : public Store {
+ public:
+  /// Connects to (and, when `is_server`, first starts serving) the store at host:port.
+  /// @param host address or name of the server; the server itself listens on every interface.
+  /// @param port TCP port; with `is_server`, 0 picks a free port (read it back with port()).
+  /// @param is_server true on exactly one rank (rank 0).
+  /// @param world_size number of clients expected (all ranks, the server's included); <= 0: unknown,
+  ///        no join wait and no "k of n" in messages.
+  /// @param timeout bound on connecting, on the join wait and on every later call (default of get / wait).
+  /// @param wait_for_workers with `is_server` and world_size > 0: wait in the constructor until every
+  ///        worker joined.
+  /// @throws ValueError for a bad port / timeout; BackendError when the port cannot be bound;
+  ///         TimeoutError when the server cannot be reached or workers do not join within `timeout`.
+  TCPStore(std::string host, int port, bool is_server, int world_size, std::chrono::milliseconds timeout,
+           bool wait_for_workers = true);
+  ~TCPStore() override;
+  TCPStore(const TCPStore&) = delete;
+  TCPStore& operator=(const TCPStore&) = delete;
+
+  void set(const std::string& key, const std::vector<char>& data) override;
+  std::vector<char> get(const std::string& key) override;
+  using Store::wait;
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
+  std::int64_t add(const std::string& key, std::int64_t delta) override;
+  bool check(const std::vector<std::string>& keys) override;
+  std::chrono::milliseconds timeout() const override { return timeout_; }
+  std::string describe() const override;
+
+  /// The server's host as given.
+  const std::string& host() const { return host_; }
+  /// The server's port (the bound one when constructed with port 0).
+  int port() const { return port_; }
+  /// True on the serving rank.
+  bool is_server() const { return server_ != nullptr; }
+  /// Number of clients that joined so far (the "k" of "k of n workers joined").
+  std::int64_t num_joined();
+  /// Blocks until `world_size` clients joined. @throws TimeoutError "k of n workers joined" after `timeout`.
+  void wait_for_workers(std::chrono::milliseconds timeout);
+
+ private:
+  std::string host_;
+  int port_;
+  int world_size_;
+  std::chrono::milliseconds timeout_;
+  std::unique_ptr<detail::TCPStoreServer> server_;  // destroyed after client_ (declared first)
+  std::unique_ptr<detail::TCPStoreClient> client_;
+};
+
+}  // namespace idist::store
