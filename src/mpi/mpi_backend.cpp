@@ -1,0 +1,49 @@
+// The registry's entry points for the mpi backend: create (initialize("mpi")) and adopt (sync()).
+#include <mpi.h>
+
+#include <memory>
+
+#include "core/backend_factories.hpp"
+#include "idist/error.hpp"
+#include "mpi/mpi_error.hpp"
+#include "mpi/mpi_model.hpp"
+
+namespace idist::mpi_backend {
+
+std::unique_ptr<ComputationModel> create(const InitOptions& opts) {
+  int initialized = 0;
+  int finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (finalized)
+    throw BackendError(
+        "initialize(\"mpi\"): MPI was already finalized in this process and cannot be initialized again (MPI allows "
+        "one MPI_Init per process); initialize the mpi backend once per program");
+  int provided = MPI_THREAD_SINGLE;
+  bool owns = false;
+  if (initialized) {
+    // The program called MPI_Init itself: adopt its context (and leave MPI_Finalize to it).
+    MPI_Query_thread(&provided);
+  } else {
+    // THREAD_MULTIPLE so that a user's threads (and a gradient-synchronisation thread) may issue
+    // collectives; when MPI gives less, idist serialises its own calls.
+    check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread", -1);
+    owns = true;
+  }
+  return std::make_unique<NativeMPIModel>(opts.timeout, owns, provided);
+}
+
+std::unique_ptr<ComputationModel> adopt() {
+  // Called on every query while idist is serial: two cheap flag reads when there is no MPI context.
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) return nullptr;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return nullptr;
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  return std::make_unique<NativeMPIModel>(InitOptions{}.timeout, /*owns_mpi=*/false, provided);
+}
+
+}  // namespace idist::mpi_backend

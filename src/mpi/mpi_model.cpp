@@ -1,0 +1,294 @@
+// NativeMPIModel: setup, groups and the non-blocking collectives.
+#include "mpi/mpi_model.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "core/cuda_probe.hpp"
+#include "core/reduce_check.hpp"
+#include "idist/error.hpp"
+#include "mpi/mpi_error.hpp"
+#include "mpi/mpi_work.hpp"
+
+namespace idist::mpi_backend {
+
+namespace {
+
+// IDIST_MPI_MAX_COUNT lowers the largest element count idist passes to one MPI call (default and
+// ceiling INT_MAX, the limit of MPI-3's int counts). A testing knob: it makes the chunked paths
+// for huge buffers run on small ones.
+std::size_t max_count_from_env() {
+  const char* s = std::getenv("IDIST_MPI_MAX_COUNT");
+  if (!s || !*s) return std::size_t(INT_MAX);
+  char* end = nullptr;
+  const long long v = std::strtoll(s, &end, 10);
+  if (*end != '\0' || v < 1) throw ValueError("IDIST_MPI_MAX_COUNT should be a positive integer, but given '" + std::string(s) + "'");
+  return std::size_t(std::min<long long>(v, INT_MAX));
+}
+
+void require_host(const Device& device, const char* fn, const char* arg) {
+  if (device.type != DeviceType::CPU) [[unlikely]]
+    throw ValueError(std::string(fn) + ": the mpi backend communicates host memory, but " + arg + " is on " +
+                     device.str() + "; expected a cpu buffer (copy it to the host first)");
+}
+
+void require_same_dtype(DType in, DType out, const char* fn) {
+  if (in != out)
+    throw ValueError(std::string(fn) + ": out has element type " + std::string(to_string(out)) + " but in has " +
+                     std::string(to_string(in)) + "; expected the same element type");
+}
+
+std::byte* at(void* base, std::size_t elements, std::size_t esize) {
+  return static_cast<std::byte*>(base) + elements * esize;
+}
+
+}  // namespace
+
+NativeMPIModel::NativeMPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_level)
+    : ComputationModel(timeout), owns_mpi_(owns_mpi), thread_level_(thread_level), max_count_(max_count_from_env()) {
+  serialize_mpi_calls = thread_level < MPI_THREAD_MULTIPLE;
+  {
+    MpiCallGuard guard;
+    int world_rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &world_), "MPI_Comm_dup", world_rank);
+    // Errors come back as codes (then BackendError) instead of aborting the job. Communicators
+    // split from world_ inherit this handler.
+    check_mpi(MPI_Comm_set_errhandler(world_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", world_rank);
+    check_mpi(MPI_Comm_rank(world_, &rank_), "MPI_Comm_rank", world_rank);
+    check_mpi(MPI_Comm_size(world_, &size_), "MPI_Comm_size", world_rank);
+  }
+  layout_ = measure_node_layout(world_, rank_);
+  local_rank_ = layout_.local_rank;
+  types_.create(rank_);
+}
+
+Device NativeMPIModel::device() const {
+  return core::cuda_device_count() > 0 ? Device{DeviceType::CUDA, local_rank_} : Device{};
+}
+
+void NativeMPIModel::set_local_rank(int local_rank) { local_rank_ = local_rank; }
+
+void NativeMPIModel::finalize() {
+  if (finalized_) return;
+  finalized_ = true;
+  int mpi_finalized = 0;
+  MPI_Finalized(&mpi_finalized);
+  if (mpi_finalized) return;  // the program finalized MPI itself: its handles are gone already
+  groups_.release();
+  MpiCallGuard guard;
+  types_.release();
+  MPI_Comm_free(&world_);
+  if (owns_mpi_) check_mpi(MPI_Finalize(), "MPI_Finalize", rank_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// groups
+
+const GroupComm& NativeMPIModel::group_comm(const Group& group) {
+  if (const GroupComm* g = groups_.find(group.ranks())) return *g;
+  return groups_.get_or_create(group.ranks(), normalize_group(group), world_, rank_);
+}
+
+std::optional<int> NativeMPIModel::group_rank(const Group& group) {
+  if (group.is_world()) return rank_;
+  const GroupComm& g = group_comm(group);
+  if (g.rank < 0) return std::nullopt;
+  return g.rank;
+}
+
+MPI_Comm NativeMPIModel::member_comm(const Group& group, const char* fn) {
+  if (group.is_world()) [[likely]]
+    return world_;
+  const GroupComm& g = group_comm(group);
+  if (g.comm == MPI_COMM_NULL)
+    throw ValueError(std::string(fn) + ": rank " + std::to_string(rank_) + " is not a member of group " +
+                     group.str() + "; only members may call a collective on it");
+  return g.comm;
+}
+
+// ---------------------------------------------------------------------------------------------
+// collectives
+
+Work NativeMPIModel::make_work(MPI_Request request, const char* mpi_fn, std::string_view op) {
+  return Work(std::make_shared<MpiWork>(request, mpi_fn, rank_), op, rank_, timeout());
+}
+
+Work NativeMPIModel::all_reduce(Buffer data, ReduceOp op, const Group& group) {
+  require_host(data.device, "all_reduce", "data");
+  core::check_reduce_op(data.dtype, op);
+  const MPI_Comm comm = member_comm(group, "all_reduce");
+  const MPI_Datatype type = types_.datatype(data.dtype);
+  const MPI_Op mpi_op = types_.op(data.dtype, op);
+  if (data.count <= max_count_) [[likely]] {
+    MPI_Request request;
+    int rc;
+    {
+      MpiCallGuard guard;
+      rc = MPI_Iallreduce(MPI_IN_PLACE, data.data, int(data.count), type, mpi_op, comm, &request);
+    }
+    check_mpi(rc, "MPI_Iallreduce", rank_);
+    return make_work(request, "MPI_Iallreduce", "all_reduce");
+  }
+  // More elements than an int counts: reduce consecutive chunks (elementwise, so chunks are independent).
+  const std::size_t esize = dtype_size(data.dtype);
+  std::vector<MPI_Request> requests;
+  MpiCallGuard guard;
+  for (std::size_t off = 0; off < data.count; off += max_count_) {
+    const int n = int(std::min(max_count_, data.count - off));
+    MPI_Request request;
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, at(data.data, off, esize), n, type, mpi_op, comm, &request),
+              "MPI_Iallreduce", rank_);
+    requests.push_back(request);
+  }
+  return Work(std::make_shared<MpiWork>(std::move(requests), std::vector<int>{}, "MPI_Iallreduce", rank_), "all_reduce",
+              rank_, timeout());
+}
+
+Work NativeMPIModel::all_gather(ConstBuffer in, Buffer out, const Group& group) {
+  require_host(in.device, "all_gather", "in");
+  require_host(out.device, "all_gather", "out");
+  require_same_dtype(in.dtype, out.dtype, "all_gather");
+  const MPI_Comm comm = member_comm(group, "all_gather");
+  const std::size_t n = std::size_t(group_size(group));
+  if (out.count != in.count * n)
+    throw ValueError("all_gather: out has " + std::to_string(out.count) + " elements, expected in.count * group size = " +
+                     std::to_string(in.count) + " * " + std::to_string(n));
+  if (in.count > max_count_) {
+    const std::vector<std::size_t> counts(n, in.count);
+    return all_gather_by_broadcasts(in, out, counts, *group_rank(group), comm, "all_gather");
+  }
+  const MPI_Datatype type = types_.datatype(in.dtype);
+  MPI_Request request;
+  int rc;
+  {
+    MpiCallGuard guard;
+    rc = MPI_Iallgather(in.data, int(in.count), type, out.data, int(in.count), type, comm, &request);
+  }
+  check_mpi(rc, "MPI_Iallgather", rank_);
+  return make_work(request, "MPI_Iallgather", "all_gather");
+}
+
+Work NativeMPIModel::all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, const Group& group) {
+  require_host(in.device, "all_gather", "in");
+  require_host(out.device, "all_gather", "out");
+  require_same_dtype(in.dtype, out.dtype, "all_gather");
+  const MPI_Comm comm = member_comm(group, "all_gather");
+  const std::size_t n = std::size_t(group_size(group));
+  const int me = *group_rank(group);
+  if (counts.size() != n)
+    throw ValueError("all_gather: counts has " + std::to_string(counts.size()) + " entries, expected one per rank of the group (" +
+                     std::to_string(n) + ")");
+  if (counts[std::size_t(me)] != in.count)
+    throw ValueError("all_gather: counts[" + std::to_string(me) + "] is " + std::to_string(counts[std::size_t(me)]) +
+                     " but this rank contributes in.count = " + std::to_string(in.count) + " elements");
+  const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+  if (out.count != total)
+    throw ValueError("all_gather: out has " + std::to_string(out.count) + " elements, expected sum(counts) = " +
+                     std::to_string(total));
+  // MPI-3 counts and displacements are ints: beyond that range, fall back to one broadcast per rank.
+  if (total - counts.back() > max_count_ || *std::max_element(counts.begin(), counts.end()) > max_count_)
+    return all_gather_by_broadcasts(in, out, counts, me, comm, "all_gather");
+
+  std::vector<int> ints(2 * n);  // counts, then displacements; MPI reads them until completion
+  std::size_t displ = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    ints[i] = int(counts[i]);
+    ints[n + i] = int(displ);
+    displ += counts[i];
+  }
+  const MPI_Datatype type = types_.datatype(in.dtype);
+  MPI_Request request;
+  int rc;
+  {
+    MpiCallGuard guard;
+    rc = MPI_Iallgatherv(in.data, int(in.count), type, out.data, ints.data(), ints.data() + n, type, comm, &request);
+  }
+  check_mpi(rc, "MPI_Iallgatherv", rank_);
+  return Work(std::make_shared<MpiWork>(std::vector<MPI_Request>{request}, std::move(ints), "MPI_Iallgatherv", rank_),
+              "all_gather", rank_, timeout());
+}
+
+Work NativeMPIModel::all_gather_by_broadcasts(ConstBuffer in, Buffer out, std::span<const std::size_t> counts,
+                                              int group_rank, MPI_Comm comm, std::string_view op) {
+  const std::size_t esize = dtype_size(in.dtype);
+  const MPI_Datatype type = types_.datatype(in.dtype);
+  std::vector<std::size_t> displs(counts.size());
+  std::exclusive_scan(counts.begin(), counts.end(), displs.begin(), std::size_t{0});
+  // This rank's block is the source of its own broadcasts.
+  std::byte* mine = at(out.data, displs[std::size_t(group_rank)], esize);
+  if (in.count && mine != in.data) std::memmove(mine, in.data, in.bytes());
+  std::vector<MPI_Request> requests;
+  MpiCallGuard guard;
+  for (std::size_t root = 0; root < counts.size(); ++root) {
+    for (std::size_t off = 0; off < counts[root]; off += max_count_) {
+      const int n = int(std::min(max_count_, counts[root] - off));
+      MPI_Request request;
+      check_mpi(MPI_Ibcast(at(out.data, displs[root] + off, esize), n, type, int(root), comm, &request), "MPI_Ibcast",
+                rank_);
+      requests.push_back(request);
+    }
+  }
+  return Work(std::make_shared<MpiWork>(std::move(requests), std::vector<int>{}, "MPI_Ibcast", rank_), op, rank_,
+              timeout());
+}
+
+Work NativeMPIModel::broadcast(Buffer data, int src, const Group& group) {
+  require_host(data.device, "broadcast", "data");
+  int root = src;
+  MPI_Comm comm = world_;
+  if (!group.is_world()) {
+    comm = member_comm(group, "broadcast");
+    const std::vector<int>& ranks = group_comm(group).ranks;
+    const auto pos = std::lower_bound(ranks.begin(), ranks.end(), src);
+    if (pos == ranks.end() || *pos != src)
+      throw ValueError("broadcast: src " + std::to_string(src) + " is not a member of group " + group.str() +
+                       "; expected one of its ranks");
+    root = int(pos - ranks.begin());
+  } else if (src < 0 || src >= size_) {
+    throw ValueError("broadcast: src should be a rank in [0, " + std::to_string(size_) + "), but given " +
+                     std::to_string(src));
+  }
+  const MPI_Datatype type = types_.datatype(data.dtype);
+  if (data.count <= max_count_) [[likely]] {
+    MPI_Request request;
+    int rc;
+    {
+      MpiCallGuard guard;
+      rc = MPI_Ibcast(data.data, int(data.count), type, root, comm, &request);
+    }
+    check_mpi(rc, "MPI_Ibcast", rank_);
+    return make_work(request, "MPI_Ibcast", "broadcast");
+  }
+  const std::size_t esize = dtype_size(data.dtype);
+  std::vector<MPI_Request> requests;
+  MpiCallGuard guard;
+  for (std::size_t off = 0; off < data.count; off += max_count_) {
+    const int n = int(std::min(max_count_, data.count - off));
+    MPI_Request request;
+    check_mpi(MPI_Ibcast(at(data.data, off, esize), n, type, root, comm, &request), "MPI_Ibcast", rank_);
+    requests.push_back(request);
+  }
+  return Work(std::make_shared<MpiWork>(std::move(requests), std::vector<int>{}, "MPI_Ibcast", rank_), "broadcast",
+              rank_, timeout());
+}
+
+Work NativeMPIModel::barrier(const Group& group) {
+  const MPI_Comm comm = member_comm(group, "barrier");
+  MPI_Request request;
+  int rc;
+  {
+    MpiCallGuard guard;
+    rc = MPI_Ibarrier(comm, &request);
+  }
+  check_mpi(rc, "MPI_Ibarrier", rank_);
+  return make_work(request, "MPI_Ibarrier", "barrier");
+}
+
+}  // namespace idist::mpi_backend

@@ -1,0 +1,106 @@
+#pragma once
+// NativeMPIModel: the "mpi" backend (Open MPI), ignite's _NativeDistModel with backend "mpi".
+#include <mpi.h>
+
+#include <chrono>
+#include <cstddef>
+#include <string_view>
+
+#include "idist/computation_model.hpp"
+#include "mpi/mpi_groups.hpp"
+#include "mpi/mpi_topology.hpp"
+#include "mpi/mpi_types.hpp"
+
+namespace idist::mpi_backend {
+
+/// The mpi computation model: collectives are non-blocking MPI collectives (MPI_Iallreduce,
+/// MPI_Iallgather(v), MPI_Ibcast, MPI_Ibarrier) on a duplicate of MPI_COMM_WORLD, so idist's traffic
+/// never matches the program's own MPI messages. Every communicator idist makes returns errors
+/// (MPI_ERRORS_RETURN), which become BackendError naming the MPI function, the rank and MPI's text.
+///
+/// Buffers must be host memory. Element counts above the int range of the MPI-3 interface are split
+/// into several MPI calls (all_reduce, broadcast) or gathered as one broadcast per rank
+/// (all_gather_v) transparently.
+class NativeMPIModel final : public ComputationModel {
+ public:
+  /// Builds the model on an initialized MPI (collective over MPI_COMM_WORLD: duplicates it and
+  /// measures the node layout).
+  /// @param timeout bound of every wait (see ComputationModel::timeout()).
+  /// @param owns_mpi true when idist called MPI_Init_thread, so finalize() must call MPI_Finalize.
+  /// @param thread_level what MPI provided; below MPI_THREAD_MULTIPLE idist serialises its MPI calls.
+  /// @throws BackendError when an MPI call fails.
+  NativeMPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_level);
+  /// Makes no MPI call (finalize() does the collective teardown).
+  ~NativeMPIModel() override = default;
+
+  /// "mpi-dist".
+  std::string model_name() const override { return "mpi-dist"; }
+  /// "mpi".
+  std::optional<std::string> backend() const override { return std::string("mpi"); }
+  int rank() const override { return rank_; }
+  int local_rank() const override { return local_rank_; }
+  int world_size() const override { return size_; }
+  int nproc_per_node() const override { return layout_.nproc_per_node; }
+  int node_rank() const override { return layout_.node_rank; }
+  int nnodes() const override { return layout_.nnodes; }
+  /// "cuda:<local rank>" when a CUDA device is usable, else "cpu" (ignite's rule for mpi).
+  Device device() const override;
+  /// Overrides the measured local rank (ignite's set_local_rank hint).
+  void set_local_rank(int local_rank) override;
+
+  /// Frees idist's communicators and reductions, then calls MPI_Finalize only when idist initialized
+  /// MPI (an adopted context is left for the program to finalize). Collective.
+  /// @throws BackendError when MPI_Finalize fails.
+  void finalize() override;
+
+  /// World: this rank. Other groups: validated, communicator created on first use (collective over
+  /// the world), then this rank's position in the group or std::nullopt.
+  /// @throws ValueError for a bad rank list; BackendError when MPI_Comm_split fails.
+  std::optional<int> group_rank(const Group& group) override;
+
+  /// MPI_Iallreduce in place. @throws ValueError for a non-host buffer or an op the type cannot take.
+  Work all_reduce(Buffer data, ReduceOp op, const Group& group) override;
+  /// MPI_Iallgather. @throws ValueError for a non-host buffer, mismatched dtypes or an `out` whose
+  /// count is not in.count * group size.
+  Work all_gather(ConstBuffer in, Buffer out, const Group& group) override;
+  /// MPI_Iallgatherv with displacements from `counts`. @throws ValueError for a non-host buffer,
+  /// mismatched dtypes, `counts` not of group size, in.count != counts[group rank] or
+  /// out.count != sum(counts).
+  Work all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, const Group& group) override;
+  /// MPI_Ibcast from the group rank of world rank `src`. @throws ValueError for a non-host buffer or
+  /// a `src` outside the group.
+  Work broadcast(Buffer data, int src, const Group& group) override;
+  /// MPI_Ibarrier.
+  Work barrier(const Group& group) override;
+
+  /// The thread level MPI provided (MPI_THREAD_SINGLE ... MPI_THREAD_MULTIPLE).
+  int thread_level() const noexcept { return thread_level_; }
+  /// True when idist initialized MPI (and will finalize it).
+  bool owns_mpi() const noexcept { return owns_mpi_; }
+
+ private:
+  // The communicator for `group`, of which this rank must be a member; `fn` names the caller.
+  MPI_Comm member_comm(const Group& group, const char* fn);
+  // The cache entry for a non-world group (created on first use).
+  const GroupComm& group_comm(const Group& group);
+  // Wraps one request into a Work named `op`.
+  Work make_work(MPI_Request request, const char* mpi_fn, std::string_view op);
+  // Gathers counts[i] elements from each rank as one MPI_Ibcast per rank (and per chunk): the path
+  // for displacements beyond MPI's int range.
+  Work all_gather_by_broadcasts(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, int group_rank,
+                                MPI_Comm comm, std::string_view op);
+
+  bool owns_mpi_;
+  int thread_level_;
+  bool finalized_ = false;
+  MPI_Comm world_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 1;
+  int local_rank_ = 0;
+  NodeLayout layout_;
+  std::size_t max_count_;  // largest element count passed to one MPI call
+  TypeMap types_;
+  GroupCache groups_;
+};
+
+}  // namespace idist::mpi_backend

@@ -1,0 +1,92 @@
+// DType / ReduceOp to MPI handles, and the user-defined half and bfloat16 reductions.
+#include "mpi/mpi_types.hpp"
+
+#include <cstdint>
+
+#include "mpi/mpi_error.hpp"
+
+namespace idist::mpi_backend {
+
+namespace {
+
+// NaN-propagating min / max (as torch does): a NaN on either side wins.
+inline float min_nan(float a, float b) { return (a != a || a < b) ? a : b; }
+inline float max_nan(float a, float b) { return (a != a || a > b) ? a : b; }
+
+// One pairwise step of a 16-bit floating reduction: inout[i] = round(f(in[i], inout[i])).
+// MPI calls it with `len` elements of the MPI_UINT16_T carrier type.
+template <class T16, float (*F)(float, float)>
+void reduce16(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto* a = static_cast<const T16*>(in);
+  auto* b = static_cast<T16*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = T16(F(float(a[i]), float(b[i])));
+}
+
+inline float add(float a, float b) { return a + b; }
+inline float mul(float a, float b) { return a * b; }
+
+template <class T16>
+void create_float16_ops(std::array<MPI_Op, 6>& ops, int rank) {
+  const auto make = [&](MPI_User_function* fn, ReduceOp op) {
+    check_mpi(MPI_Op_create(fn, /*commute=*/1, &ops[std::size_t(op)]), "MPI_Op_create", rank);
+  };
+  make(&reduce16<T16, add>, ReduceOp::Sum);
+  make(&reduce16<T16, mul>, ReduceOp::Product);
+  make(&reduce16<T16, min_nan>, ReduceOp::Min);
+  make(&reduce16<T16, max_nan>, ReduceOp::Max);
+  // And / Or stay MPI_OP_NULL: core::check_reduce_op rejects them for floating types.
+}
+
+}  // namespace
+
+void TypeMap::create(int rank) {
+  if (created_) return;
+  for (auto& row : ops_) row.fill(MPI_OP_NULL);
+
+  types_[std::size_t(DType::Bool)] = MPI_C_BOOL;
+  types_[std::size_t(DType::UInt8)] = MPI_UINT8_T;
+  types_[std::size_t(DType::Int8)] = MPI_INT8_T;
+  types_[std::size_t(DType::Int16)] = MPI_INT16_T;
+  types_[std::size_t(DType::Int32)] = MPI_INT32_T;
+  types_[std::size_t(DType::Int64)] = MPI_INT64_T;
+  types_[std::size_t(DType::Float16)] = MPI_UINT16_T;
+  types_[std::size_t(DType::BFloat16)] = MPI_UINT16_T;
+  types_[std::size_t(DType::Float32)] = MPI_FLOAT;
+  types_[std::size_t(DType::Float64)] = MPI_DOUBLE;
+
+  // bool: the result must stay a bool, so Sum is logical or and Product logical and (as torch).
+  auto& b = ops_[std::size_t(DType::Bool)];
+  b[std::size_t(ReduceOp::Sum)] = MPI_LOR;
+  b[std::size_t(ReduceOp::Product)] = MPI_LAND;
+  b[std::size_t(ReduceOp::Min)] = MPI_LAND;
+  b[std::size_t(ReduceOp::Max)] = MPI_LOR;
+  b[std::size_t(ReduceOp::And)] = MPI_LAND;
+  b[std::size_t(ReduceOp::Or)] = MPI_LOR;
+
+  for (DType t : {DType::UInt8, DType::Int8, DType::Int16, DType::Int32, DType::Int64, DType::Float32,
+                  DType::Float64}) {
+    auto& row = ops_[std::size_t(t)];
+    row[std::size_t(ReduceOp::Sum)] = MPI_SUM;
+    row[std::size_t(ReduceOp::Product)] = MPI_PROD;
+    row[std::size_t(ReduceOp::Min)] = MPI_MIN;
+    row[std::size_t(ReduceOp::Max)] = MPI_MAX;
+    if (!is_floating(t)) {
+      row[std::size_t(ReduceOp::And)] = MPI_BAND;
+      row[std::size_t(ReduceOp::Or)] = MPI_BOR;
+    }
+  }
+
+  created_ = true;  // before the user ops, so that release() frees whatever was created
+  create_float16_ops<Half>(ops_[std::size_t(DType::Float16)], rank);
+  create_float16_ops<BFloat16>(ops_[std::size_t(DType::BFloat16)], rank);
+}
+
+void TypeMap::release() noexcept {
+  if (!created_) return;
+  for (DType t : {DType::Float16, DType::BFloat16})
+    for (MPI_Op& op : ops_[std::size_t(t)])
+      if (op != MPI_OP_NULL) MPI_Op_free(&op);  // sets op to MPI_OP_NULL
+  created_ = false;
+}
+
+}  // namespace idist::mpi_backend
