@@ -1,0 +1,174 @@
+// Work handles: completion from another thread, deadline-bounded waits, continuations, errors.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "idist/error.hpp"
+#include "idist/work.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using idist::Work;
+using idist::detail::AsyncWorkImpl;
+
+Work make_work(const std::shared_ptr<AsyncWorkImpl>& impl, const char* op = "all_reduce", int rank = 3,
+               std::chrono::milliseconds timeout = 60s) {
+  return Work(impl, op, rank, timeout);
+}
+
+TEST(Work, DefaultConstructedIsCompleted) {
+  Work w;
+  EXPECT_TRUE(w.is_completed());
+  w.wait();  // returns at once
+  w.wait(0ms);
+  int runs = 0;
+  w.then([&] { ++runs; });  // already complete: runs immediately
+  EXPECT_EQ(runs, 1);
+  w.wait();
+  EXPECT_EQ(runs, 1);
+}
+
+TEST(Work, FinishedFromAnotherThread) {
+  auto impl = std::make_shared<AsyncWorkImpl>();
+  Work w = make_work(impl);
+  EXPECT_EQ(w.op(), "all_reduce");
+  EXPECT_FALSE(w.is_completed());
+  std::atomic<bool> finished{false};
+  std::thread worker([&] {
+    std::this_thread::sleep_for(50ms);
+    finished = true;
+    impl->finish();
+  });
+  w.wait();
+  EXPECT_TRUE(finished.load());  // wait() did not return before finish()
+  EXPECT_TRUE(w.is_completed());
+  worker.join();
+}
+
+TEST(Work, IsCompletedTurnsTrueWithoutWait) {
+  auto impl = std::make_shared<AsyncWorkImpl>();
+  Work w = make_work(impl);
+  std::thread worker([&] { impl->finish(); });
+  worker.join();
+  EXPECT_TRUE(impl->test());
+  EXPECT_TRUE(w.is_completed());
+  w.wait();
+}
+
+TEST(Work, ShortTimeoutThrowsTimeoutErrorNamingOpAndRank) {
+  auto impl = std::make_shared<AsyncWorkImpl>();
+  Work w = make_work(impl, "broadcast", 5);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    w.wait(30ms);
+    FAIL() << "wait() returned on an unfinished operation";
+  } catch (const idist::TimeoutError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("broadcast"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("rank 5"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("30 ms"), std::string::npos) << msg;
+  }
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 30ms);  // it did wait
+  EXPECT_FALSE(w.is_completed());
+  // The operation can still complete afterwards.
+  impl->finish();
+  w.wait(1s);
+  EXPECT_TRUE(w.is_completed());
+}
+
+TEST(Work, TimeoutErrorIsAnIdistError) {
+  auto impl = std::make_shared<AsyncWorkImpl>();
+  Work w = make_work(impl);
+  EXPECT_THROW(w.wait(1ms), idist::Error);
+  impl->finish();
+}
+
+TEST(Work, DefaultWaitUsesTheTimeoutGivenAtCreation) {
+  auto impl = std::make_shared<AsyncWorkImpl>();
+  Work w = make_work(impl, "barrier", 0, 40ms);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    w.wait();
+    FAIL() << "wait() returned on an unfinished operation";
+  } catch (const idist::TimeoutError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("barrier"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("rank 0"), std::string::npos) << msg;
+  }
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 40ms);
+  impl->finish();
+}
+
+TEST(Work, ContinuationsRunExactlyOnceInOrder) {
+  auto impl = std::make_shared<AsyncWorkImpl>();
+  Work w = make_work(impl);
+  std::string trace;
+  auto kept = std::make_shared<int>(7);
+  std::weak_ptr<int> watch = kept;
+  w.then([&] { trace += "a"; }, kept).then([&] { trace += "b"; });
+  kept.reset();
+  EXPECT_FALSE(watch.expired()) << "keep_alive released before completion";
+  EXPECT_EQ(trace, "");
+  Work copy = w;  // copies share the state
+  impl->finish();
+  EXPECT_EQ(trace, "") << "continuations run in wait(), not in finish()";
+  copy.wait();
+  EXPECT_EQ(trace, "ab");
+  EXPECT_TRUE(watch.expired()) << "keep_alive held after completion";
+  w.wait();
+  copy.wait();
+  EXPECT_TRUE(w.is_completed());
+  EXPECT_EQ(trace, "ab");
+  w.then([&] { trace += "c"; });  // added after completion: runs at once, once
+  w.wait();
+  EXPECT_EQ(trace, "abc");
+}
+
+TEST(Work, ConcurrentWaitersRunContinuationsOnce) {
+  auto impl = std::make_shared<AsyncWorkImpl>();
+  Work w = make_work(impl);
+  std::atomic<int> runs{0};
+  w.then([&] { ++runs; });
+  std::thread a([w]() mutable { w.wait(); });
+  std::thread b([w]() mutable { w.wait(); });
+  std::this_thread::sleep_for(10ms);
+  impl->finish();
+  a.join();
+  b.join();
+  w.wait();
+  EXPECT_EQ(runs.load(), 1);
+}
+
+TEST(Work, ErrorPassedToFinishIsRethrownAndSkipsContinuations) {
+  auto impl = std::make_shared<AsyncWorkImpl>();
+  Work w = make_work(impl);
+  bool ran = false;
+  w.then([&] { ran = true; });
+  std::thread worker([&] { impl->finish(std::make_exception_ptr(idist::BackendError("peer 2 disconnected"))); });
+  worker.join();
+  EXPECT_TRUE(w.is_completed());
+  try {
+    w.wait();
+    FAIL() << "the error given to finish() was not rethrown";
+  } catch (const idist::BackendError& e) {
+    EXPECT_STREQ(e.what(), "peer 2 disconnected");
+  }
+  EXPECT_FALSE(ran);
+  // Every later wait reports the failure too.
+  EXPECT_THROW(w.wait(), idist::BackendError);
+}
+
+TEST(Work, NonIdistErrorsPassThroughUnchanged) {
+  auto impl = std::make_shared<AsyncWorkImpl>();
+  Work w = make_work(impl);
+  impl->finish(std::make_exception_ptr(std::logic_error("custom")));
+  EXPECT_THROW(w.wait(), std::logic_error);
+}
+
+}  // namespace
