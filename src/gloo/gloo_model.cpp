@@ -1,0 +1,315 @@
+// GlooModel: rendezvous, communicators and the collectives on Gloo's algorithms.
+#include "gloo/gloo_model.hpp"
+
+#include <gloo/allgather.h>
+#include <gloo/allgatherv.h>
+#include <gloo/allreduce.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/transport/device.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/backend_factories.hpp"
+#include "core/cuda_probe.hpp"
+#include "gloo/reduce_functions.hpp"
+#include "gloo/tcp_device.hpp"
+#include "idist/error.hpp"
+#include "store/prefix_store.hpp"
+
+namespace idist::gloo_backend {
+
+namespace {
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s + "]";
+}
+
+// Calls f(T{}) with an unsigned integer type of `size` bytes: gloo's options take the element size
+// from the pointer type, and our reduce functions interpret the bytes by their real dtype.
+template <class F>
+void with_element_type(std::size_t size, F&& f) {
+  switch (size) {
+    case 1: f(std::uint8_t{}); return;
+    case 2: f(std::uint16_t{}); return;
+    case 4: f(std::uint32_t{}); return;
+    default: f(std::uint64_t{}); return;
+  }
+}
+
+void check_host(const Device& device, const char* op) {
+  if (device.type != DeviceType::CPU)
+    throw ValueError(std::string(op) + ": the gloo backend communicates host memory, but the buffer is on " +
+                     device.str() + "; copy it to the CPU first");
+}
+
+bool read_bcube_choice() {
+  const char* v = std::getenv("IDIST_GLOO_ALLREDUCE");
+  if (!v || !*v || std::strcmp(v, "ring") == 0) return false;
+  if (std::strcmp(v, "bcube") == 0) return true;
+  throw ValueError(std::string("IDIST_GLOO_ALLREDUCE should be 'ring' or 'bcube', but given '") + v + "'");
+}
+
+}  // namespace
+
+GlooModel::GlooModel(const InitOptions& opts) : ComputationModel(opts.timeout) {
+  info_ = rendezvous::discover(opts);
+  use_bcube_ = read_bcube_choice();
+  env_ = rendezvous::EnvOverride(info_);
+  try {
+    store_ = rendezvous::open_store(opts, info_);
+    if (!info_.topology_exact || !info_.local_rank_known) rendezvous::exchange_topology(*store_, info_, timeout());
+    device_ = make_tcp_device(info_.master_addr);
+    std::vector<int> all(std::size_t(info_.world_size));
+    for (int r = 0; r < info_.world_size; ++r) all[std::size_t(r)] = r;
+    world_ = connect(std::move(all), "world", "idist/gloo/world");
+  } catch (...) {
+    teardown(false);
+    throw;
+  }
+}
+
+GlooModel::~GlooModel() {
+  if (!torn_down_) teardown(false);
+}
+
+Device GlooModel::device() const {
+  return core::cuda_device_count() > 0 ? Device{DeviceType::CUDA, info_.local_rank} : Device{};
+}
+
+void GlooModel::set_local_rank(int local_rank) { info_.local_rank = local_rank; }
+
+std::unique_ptr<Communicator> GlooModel::connect(std::vector<int> ranks, std::string name, const std::string& prefix) {
+  auto comm = std::make_unique<Communicator>();
+  const int pos = int(std::lower_bound(ranks.begin(), ranks.end(), info_.rank) - ranks.begin());
+  auto context = std::make_shared<gloo::rendezvous::Context>(pos, int(ranks.size()));
+  context->setTimeout(timeout());
+  const std::string what = "gloo: rank " + std::to_string(info_.rank) + " could not connect the communicator of group " +
+                           name + " (" + std::to_string(ranks.size()) + " ranks) through " + store_->describe() +
+                           " within " + std::to_string(timeout().count()) + " ms: ";
+  try {
+    store::PrefixStore prefixed(prefix, store_);
+    context->connectFullMesh(prefixed, device_);
+  } catch (const TimeoutError& e) {
+    throw TimeoutError(what + e.what());
+  } catch (const ValueError&) {
+    throw;
+  } catch (const std::exception& e) {
+    const bool timed_out = std::strstr(e.what(), "imed out") || std::strstr(e.what(), "imeout");
+    if (timed_out) throw TimeoutError(what + e.what());
+    throw BackendError(what + e.what());
+  }
+  comm->ranks = std::move(ranks);
+  comm->name = std::move(name);
+  comm->context = std::move(context);
+  comm->lane = std::make_unique<OpLane>(comm->name);
+  return comm;
+}
+
+Communicator& GlooModel::communicator(const Group& group) {
+  if (group.is_world()) return *world_;
+  std::vector<int> ranks = normalize_group(group);
+  if (int(ranks.size()) == info_.world_size) return *world_;  // the whole world, listed
+  std::lock_guard lock(groups_mutex_);
+  auto it = groups_.find(ranks);
+  if (it != groups_.end()) return *it->second;
+  std::string key;
+  for (int r : ranks) key += (key.empty() ? "" : ",") + std::to_string(r);
+  auto comm = connect(ranks, rank_list(ranks), "idist/gloo/group/" + key);
+  return *groups_.emplace(std::move(ranks), std::move(comm)).first->second;
+}
+
+std::optional<int> GlooModel::group_rank(const Group& group) {
+  if (group.is_world()) return info_.rank;
+  const std::vector<int> ranks = normalize_group(group);
+  const auto it = std::lower_bound(ranks.begin(), ranks.end(), info_.rank);
+  if (it == ranks.end() || *it != info_.rank) return std::nullopt;  // non-members take no part
+  communicator(group);
+  return int(it - ranks.begin());
+}
+
+Work GlooModel::submit(Communicator& comm, const char* op, std::function<void(gloo::Context&)> run) {
+  const auto timeout = this->timeout();
+  const int rank = info_.rank;
+  auto body = [&comm, op, rank, run = std::move(run)] {
+    if (comm.broken.load(std::memory_order_acquire)) {
+      std::lock_guard lock(comm.failure_mutex);
+      throw BackendError(std::string(op) + " on rank " + std::to_string(rank) + ": the gloo communicator of group " +
+                         comm.name + " is unusable after an earlier failure (" + comm.failure +
+                         "); call idist::finalize()");
+    }
+    const auto fail = [&](const std::string& detail, bool timed_out) {
+      const std::string msg = std::string(op) + " on rank " + std::to_string(rank) + " (group " + comm.name +
+                              ") failed: " + detail + "; a peer may have died or issued a different collective";
+      {
+        std::lock_guard lock(comm.failure_mutex);
+        if (comm.failure.empty()) comm.failure = msg;
+      }
+      comm.broken.store(true, std::memory_order_release);
+      if (timed_out) throw TimeoutError(msg);
+      throw BackendError(msg);
+    };
+    try {
+      run(*comm.context);
+    } catch (const TimeoutError& e) {
+      fail(e.what(), true);
+    } catch (const Error& e) {
+      fail(e.what(), false);
+    } catch (const gloo::IoException& e) {
+      fail(std::string("gloo I/O error: ") + e.what(), std::strstr(e.what(), "imed out") != nullptr);
+    } catch (const std::exception& e) {
+      fail(std::string("gloo error: ") + e.what(), false);
+    }
+  };
+  auto impl = comm.lane->submit(std::move(body), std::chrono::steady_clock::now() + timeout);
+  return Work(std::move(impl), op, rank, timeout);
+}
+
+// gloo's option classes take a shared_ptr to the context; the lane owns the context for as long as
+// it runs operations, so a non-owning alias avoids a reference count per operation.
+static std::shared_ptr<gloo::Context> borrow(gloo::Context& ctx) { return {std::shared_ptr<void>(), &ctx}; }
+
+Work GlooModel::all_reduce(Buffer data, ReduceOp op, const Group& group) {
+  check_host(data.device, "all_reduce");
+  const ReduceFn fn = reduce_function(data.dtype, op);  // ValueError for And / Or on floats
+  Communicator& comm = communicator(group);
+  if (data.count == 0) return Work{};
+  const auto algorithm = use_bcube_ ? gloo::AllreduceOptions::Algorithm::BCUBE : gloo::AllreduceOptions::Algorithm::RING;
+  const auto timeout = this->timeout();
+  return submit(comm, "all_reduce", [data, fn, algorithm, timeout](gloo::Context& ctx) {
+    gloo::AllreduceOptions o(borrow(ctx));
+    with_element_type(dtype_size(data.dtype), [&](auto t) {
+      using T = decltype(t);
+      o.setOutput<T>(static_cast<T*>(data.data), data.count);
+    });
+    o.setReduceFunction(fn);
+    o.setAlgorithm(algorithm);
+    o.setTimeout(timeout);
+    gloo::allreduce(o);
+  });
+}
+
+Work GlooModel::all_gather(ConstBuffer in, Buffer out, const Group& group) {
+  check_host(in.device, "all_gather");
+  check_host(out.device, "all_gather");
+  Communicator& comm = communicator(group);
+  const std::size_t n = comm.ranks.size();
+  if (out.count != in.count * n || out.dtype != in.dtype)
+    throw ValueError("all_gather: out should hold in.count * group size = " + std::to_string(in.count * n) + " " +
+                     std::string(to_string(in.dtype)) + " elements, but holds " + std::to_string(out.count) + " " +
+                     std::string(to_string(out.dtype)));
+  if (in.count == 0) return Work{};
+  const auto timeout = this->timeout();
+  return submit(comm, "all_gather", [in, out, timeout](gloo::Context& ctx) {
+    gloo::AllgatherOptions o(borrow(ctx));
+    with_element_type(dtype_size(in.dtype), [&](auto t) {
+      using T = decltype(t);
+      o.setInput<T>(static_cast<T*>(const_cast<void*>(in.data)), in.count);
+      o.setOutput<T>(static_cast<T*>(out.data), out.count);
+    });
+    o.setTimeout(timeout);
+    gloo::allgather(o);
+  });
+}
+
+Work GlooModel::all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, const Group& group) {
+  check_host(in.device, "all_gather");
+  check_host(out.device, "all_gather");
+  Communicator& comm = communicator(group);
+  const std::size_t n = comm.ranks.size();
+  const std::size_t me = std::size_t(std::lower_bound(comm.ranks.begin(), comm.ranks.end(), info_.rank) - comm.ranks.begin());
+  std::size_t total = 0;
+  for (std::size_t c : counts) total += c;
+  if (counts.size() != n || counts[me] != in.count || out.count != total || out.dtype != in.dtype)
+    throw ValueError("all_gather: counts should have one entry per rank of group " + comm.name + " (" +
+                     std::to_string(n) + "), this rank's entry equal to its input length " + std::to_string(in.count) +
+                     " and out should hold their sum; got " + std::to_string(counts.size()) + " counts summing to " +
+                     std::to_string(total) + " and out of " + std::to_string(out.count) + " elements");
+  if (total == 0) return Work{};
+  const auto timeout = this->timeout();
+  std::vector<std::size_t> elements(counts.begin(), counts.end());
+  return submit(comm, "all_gather", [in, out, elements = std::move(elements), timeout](gloo::Context& ctx) {
+    gloo::AllgathervOptions o(borrow(ctx));
+    with_element_type(dtype_size(in.dtype), [&](auto t) {
+      using T = decltype(t);
+      o.setInput<T>(static_cast<T*>(const_cast<void*>(in.data)), in.count);
+      o.setOutput<T>(static_cast<T*>(out.data), elements);
+    });
+    o.setTimeout(timeout);
+    gloo::allgatherv(o);
+  });
+}
+
+Work GlooModel::broadcast(Buffer data, int src, const Group& group) {
+  check_host(data.device, "broadcast");
+  Communicator& comm = communicator(group);
+  const auto it = std::lower_bound(comm.ranks.begin(), comm.ranks.end(), src);
+  if (it == comm.ranks.end() || *it != src)
+    throw ValueError("broadcast: src should be a rank of group " + comm.name + ", but given " + std::to_string(src));
+  const int root = int(it - comm.ranks.begin());
+  if (data.count == 0) return Work{};
+  const auto timeout = this->timeout();
+  return submit(comm, "broadcast", [data, root, timeout](gloo::Context& ctx) {
+    gloo::BroadcastOptions o(borrow(ctx));
+    with_element_type(dtype_size(data.dtype), [&](auto t) {
+      using T = decltype(t);
+      o.setOutput<T>(static_cast<T*>(data.data), data.count);
+    });
+    o.setRoot(root);
+    o.setTimeout(timeout);
+    gloo::broadcast(o);
+  });
+}
+
+Work GlooModel::barrier(const Group& group) {
+  Communicator& comm = communicator(group);
+  const auto timeout = this->timeout();
+  return submit(comm, "barrier", [timeout](gloo::Context& ctx) {
+    gloo::BarrierOptions o(borrow(ctx));
+    o.setTimeout(timeout);
+    gloo::barrier(o);
+  });
+}
+
+void GlooModel::finalize() {
+  if (!torn_down_) teardown(true);
+}
+
+void GlooModel::teardown(bool barrier_first) noexcept {
+  torn_down_ = true;
+  if (barrier_first && world_ && !world_->broken.load()) {
+    // Every rank is done with the store and the contexts once all have arrived here.
+    try {
+      barrier(Group{}).wait();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "idist: gloo finalize on rank %d: closing barrier failed: %s\n", info_.rank, e.what());
+    }
+  }
+  try {
+    {
+      std::lock_guard lock(groups_mutex_);
+      for (auto& [ranks, comm] : groups_) comm->lane->stop("the gloo backend was finalized");
+    }
+    if (world_) world_->lane->stop("the gloo backend was finalized");
+    groups_.clear();  // contexts close their connections
+    world_.reset();
+    device_.reset();
+    store_.reset();  // rank 0's server waits (bounded) for the other ranks to disconnect
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "idist: gloo finalize on rank %d: %s\n", info_.rank, e.what());
+  }
+  env_.restore();
+  sigpipe_.restore();
+}
+
+std::unique_ptr<ComputationModel> create(const InitOptions& opts) { return std::make_unique<GlooModel>(opts); }
+
+}  // namespace idist::gloo_backend

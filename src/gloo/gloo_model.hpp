@@ -1,0 +1,107 @@
+#pragma once
+// GlooModel: the "gloo" backend, Gloo's collective algorithms over its TCP transport.
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "gloo/op_lane.hpp"
+#include "gloo/sigpipe_guard.hpp"
+#include "idist/computation_model.hpp"
+#include "rendezvous/discovery.hpp"
+#include "rendezvous/env.hpp"
+#include "store/store.hpp"
+
+namespace gloo {
+class Context;
+namespace transport {
+class Device;
+}
+}  // namespace gloo
+
+namespace idist::gloo_backend {
+
+/// One communicator: a connected gloo context over a list of world ranks, and the lane that runs
+/// its operations in issue order.
+struct Communicator {
+  std::vector<int> ranks;  ///< member world ranks, ascending; the context's rank i is ranks[i]
+  std::string name;        ///< "world" or "[0, 2]", for messages
+  std::shared_ptr<gloo::Context> context;
+  std::unique_ptr<OpLane> lane;
+  /// Set by the first failed operation: a gloo context is not reusable after an I/O error or a
+  /// timeout (peers may be mid-operation), so later operations fail fast with this message.
+  std::mutex failure_mutex;
+  std::string failure;
+  std::atomic<bool> broken{false};
+};
+
+/// ignite's "gloo-dist" model (ignite's _NativeDistModel with backend "gloo"): a world of processes
+/// that discovered their ranks from the environment (or InitOptions) and met through a store.
+///
+/// - Transport: gloo::transport::tcp. The device binds to 127.0.0.1 when the master address is a
+///   loopback address, else to this host's name; GLOO_SOCKET_IFNAME=<iface> picks an interface.
+/// - Collectives: gloo::allreduce (ring; IDIST_GLOO_ALLREDUCE=bcube selects bcube), gloo::allgather,
+///   gloo::allgatherv, gloo::broadcast and gloo::barrier, each bounded by InitOptions::timeout.
+/// - Groups: a group's first use connects its own gloo context, rendezvoused under the store prefix
+///   "idist/gloo/group/<ranks>"; ranks outside the group take no part.
+/// - While the backend is initialized SIGPIPE is ignored (when it was at its default), so that a
+///   write to a dead peer is an error instead of killing the process; finalize() restores it.
+/// - Never touches MPI, even when launched by mpirun (ranks come from Open MPI's variables).
+class GlooModel final : public ComputationModel {
+ public:
+  /// Discovers ranks, opens the store, connects the world context and completes the topology.
+  /// @throws ValueError for bad options / environment; TimeoutError when the rendezvous does not
+  ///         complete within opts.timeout; BackendError when the transport fails.
+  explicit GlooModel(const InitOptions& opts);
+  /// Tears down without the closing barrier when finalize() was not called (initialize failed, or
+  /// the process is unwinding).
+  ~GlooModel() override;
+
+  std::string model_name() const override { return "gloo-dist"; }
+  std::optional<std::string> backend() const override { return "gloo"; }
+  int rank() const override { return info_.rank; }
+  int local_rank() const override { return info_.local_rank; }
+  int world_size() const override { return info_.world_size; }
+  int nproc_per_node() const override { return info_.nproc_per_node; }
+  int node_rank() const override { return info_.node_rank; }
+  int nnodes() const override { return info_.nnodes; }
+  Device device() const override;
+  void set_local_rank(int local_rank) override;
+
+  /// Barrier (bounded by the timeout; a failure is reported on stderr, not thrown), then stops the
+  /// lanes, closes every context, closes the store (rank 0's server last: it waits for the other
+  /// ranks to disconnect) and restores the environment variables and SIGPIPE.
+  void finalize() override;
+
+  std::optional<int> group_rank(const Group& group) override;
+  Work all_reduce(Buffer data, ReduceOp op, const Group& group) override;
+  Work all_gather(ConstBuffer in, Buffer out, const Group& group) override;
+  Work all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, const Group& group) override;
+  Work broadcast(Buffer data, int src, const Group& group) override;
+  Work barrier(const Group& group) override;
+
+ private:
+  /// The communicator of `group` (this rank is a member: group_rank() was checked by the caller).
+  Communicator& communicator(const Group& group);
+  /// Connects a new communicator over `ranks` (this rank included) under store prefix `prefix`.
+  std::unique_ptr<Communicator> connect(std::vector<int> ranks, std::string name, const std::string& prefix);
+  /// Queues `run` on `comm`'s lane and wraps it in a Work named `op`.
+  Work submit(Communicator& comm, const char* op, std::function<void(gloo::Context&)> run);
+  /// Releases everything in teardown order. `barrier_first`: finalize()'s closing barrier.
+  void teardown(bool barrier_first) noexcept;
+
+  rendezvous::WorldInfo info_;
+  rendezvous::EnvOverride env_;
+  SigpipeGuard sigpipe_;
+  std::shared_ptr<store::Store> store_;
+  std::shared_ptr<gloo::transport::Device> device_;
+  std::unique_ptr<Communicator> world_;
+  std::mutex groups_mutex_;
+  std::map<std::vector<int>, std::unique_ptr<Communicator>> groups_;
+  bool use_bcube_ = false;
+  bool torn_down_ = false;
+};
+
+}  // namespace idist::gloo_backend

@@ -1,0 +1,53 @@
+#pragma once
+// OpLane: runs the collectives of one process group one at a time, in issue order.
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "idist/work.hpp"
+
+namespace idist::gloo_backend {
+
+/// Gloo's algorithms block the calling thread, and one gloo context must run one operation at a
+/// time. An OpLane gives each process group a worker thread that runs its operations in the order
+/// they were issued, so that collectives stay in the same order on every rank and a non-blocking
+/// collective (e.g. a gradient bucket) overlaps the caller's computation.
+///
+/// Blocking calls stay cheap: when the caller waits for the operation at the head of an idle lane
+/// it runs the operation itself instead of handing it to the worker (no thread switch). That keeps
+/// the issue order, because only the head of the queue is ever taken and never two at once.
+class OpLane {
+ public:
+  /// An operation: runs the gloo algorithm, throwing an idist::Error on failure.
+  using Op = std::function<void()>;
+
+  /// `name` ("world", "[0, 2]") appears in the worker thread's messages.
+  explicit OpLane(std::string name);
+  /// Stops the worker (see stop()).
+  ~OpLane();
+  OpLane(const OpLane&) = delete;
+  OpLane& operator=(const OpLane&) = delete;
+
+  /// Queues `op`. `inline_ok_from` is the earliest wait deadline for which the waiting thread may
+  /// run `op` itself: a caller that waits with a shorter timeout of its own (polling) leaves the
+  /// operation to the worker, so that giving up its wait does not abandon the operation.
+  /// @returns the completion handle to wrap in a Work.
+  std::shared_ptr<detail::WorkImpl> submit(Op op, std::chrono::steady_clock::time_point inline_ok_from);
+
+  /// Finishes the queued operations that have not started with BackendError("<why>"), waits for the
+  /// running one and joins the worker. Idempotent.
+  void stop(const std::string& why);
+
+ private:
+  struct State;
+  class LaneWork;
+  std::shared_ptr<State> state_;
+  std::thread worker_;
+};
+
+}  // namespace idist::gloo_backend

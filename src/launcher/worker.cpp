@@ -1,0 +1,102 @@
+// The worker side of spawn(): environment, initialize, run, finalize, report, _exit.
+#include "launcher/worker.hpp"
+
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <iostream>
+#include <memory>
+#include <thread>
+#include <typeinfo>
+
+#include "idist/context.hpp"
+
+namespace idist::launcher {
+
+namespace {
+
+std::string demangle(const char* name) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
+  return status == 0 && out ? out.get() : name;
+}
+
+void write_report(int fd, const std::string& text) {
+  const std::string clipped = text.size() > kMaxReportBytes ? text.substr(0, kMaxReportBytes) : text;
+  std::size_t done = 0;
+  while (done < clipped.size()) {
+    const ssize_t n = ::write(fd, clipped.data() + done, clipped.size() - done);
+    if (n <= 0) break;
+    done += std::size_t(n);
+  }
+}
+
+void flush_all() {
+  std::cout.flush();
+  std::cerr.flush();
+  std::clog.flush();
+  std::fflush(nullptr);
+}
+
+// The OpenMP runtime read OMP_NUM_THREADS when it was loaded, before the fork: setting the variable
+// is not enough for this process, so also call omp_set_num_threads when an OpenMP runtime is present
+// (LibTorch's CPU kernels use its default team size).
+void limit_threads(int nproc_per_node) {
+  if (std::getenv("OMP_NUM_THREADS")) return;  // the user's choice wins
+  const int n = thread_budget(nproc_per_node);
+  ::setenv("OMP_NUM_THREADS", std::to_string(n).c_str(), 1);
+  using SetNumThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetNumThreads>(::dlsym(RTLD_DEFAULT, "omp_set_num_threads"))) set(n);
+}
+
+}  // namespace
+
+int thread_budget(int nproc_per_node) {
+  const int cores = int(std::thread::hardware_concurrency());
+  return std::max(1, cores / std::max(1, nproc_per_node));
+}
+
+void run_worker(const WorkerPlan& plan, const std::function<void(int)>& task, int report_fd, pid_t parent) {
+  // Die with the launching process, so that no worker is ever orphaned; close the race where the
+  // parent died before prctl took effect.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(1);
+
+  int code = 0;
+  try {
+    ::setenv("RANK", std::to_string(plan.rank).c_str(), 1);
+    ::setenv("LOCAL_RANK", std::to_string(plan.local_rank).c_str(), 1);
+    ::setenv("WORLD_SIZE", std::to_string(plan.world_size).c_str(), 1);
+    ::setenv("LOCAL_WORLD_SIZE", std::to_string(plan.nproc_per_node).c_str(), 1);
+    ::setenv("GROUP_RANK", std::to_string(plan.node_rank).c_str(), 1);
+    ::setenv("MASTER_ADDR", plan.master_addr.c_str(), 1);
+    ::setenv("MASTER_PORT", std::to_string(plan.master_port).c_str(), 1);
+    limit_threads(plan.nproc_per_node);
+
+    InitOptions opts;
+    opts.timeout = plan.timeout;
+    opts.init_method = plan.init_method;
+    opts.rank = plan.rank;
+    opts.world_size = plan.world_size;
+    opts.local_rank = plan.local_rank;
+    initialize(plan.backend, opts);
+    task(plan.local_rank);
+    finalize();
+  } catch (const std::exception& e) {
+    write_report(report_fd, demangle(typeid(e).name()) + ": " + e.what());
+    code = 1;
+  } catch (...) {
+    write_report(report_fd, "an exception that is not a std::exception");
+    code = 1;
+  }
+  flush_all();
+  ::_exit(code);
+}
+
+}  // namespace idist::launcher

@@ -1,0 +1,40 @@
+#pragma once
+// The worker side of spawn(): what a forked child does.
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <string>
+
+namespace idist::launcher {
+
+/// What one worker needs to know about its place in the world.
+struct WorkerPlan {
+  std::string backend;
+  int local_rank = 0;
+  int rank = 0;
+  int world_size = 1;
+  int nproc_per_node = 1;
+  int node_rank = 0;
+  std::string master_addr;
+  int master_port = 0;
+  std::string init_method;
+  std::chrono::milliseconds timeout{0};
+};
+
+/// Largest failure report a worker writes to its pipe: written once, before exiting, and below
+/// PIPE_BUF so that the write into the empty pipe neither blocks nor splits.
+inline constexpr std::size_t kMaxReportBytes = 4000;
+
+/// Runs in the forked child and never returns: dies with the parent (PR_SET_PDEATHSIG), exports
+/// RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (and OMP_NUM_THREADS
+/// unless set), initializes the backend, runs task(local_rank), finalizes, flushes stdio and
+/// _exit()s with 0. On an exception it writes "<type>: <what>" to `report_fd` and _exit()s with 1.
+[[noreturn]] void run_worker(const WorkerPlan& plan, const std::function<void(int)>& task, int report_fd,
+                             pid_t parent);
+
+/// max(1, hardware threads / nproc_per_node): the OpenMP / LibTorch intra-op threads of one worker.
+int thread_budget(int nproc_per_node);
+
+}  // namespace idist::launcher
