@@ -115,6 +115,17 @@ struct Device {
   /// "cpu" or "cuda:N".
   std::string str() const;
   friend bool operator==(const Device&, const Device&) = default;
+  /// Converts to torch::Device (c10::Device), so that `torch::Device d = idist::device();` and
+  /// `model->to(idist::device())` compile. A template, so that this header needs no LibTorch: it
+  /// accepts any device type constructible from "cpu" / "cuda:N" that has is_cuda() and index().
+  template <class D>
+    requires(std::is_constructible_v<D, const std::string&> && requires(const D& d) {
+      d.is_cuda();
+      d.index();
+    })
+  operator D() const {  // NOLINT(google-explicit-constructor): mirrors ignite's torch.device
+    return D(str());
+  }
 };
 
 /// A mutable, contiguous, typed view of `count` elements at `data` on `device`.

@@ -1,0 +1,18 @@
+#pragma once
+/// @file
+/// The LibTorch layer of idist (header-only; CMake target idist::torch): tensor collectives,
+/// auto_model (DistributedDataParallel-style gradient averaging) with no_sync, auto_optim,
+/// auto_dataloader, DistributedSampler, DistributedProxySampler and WeightedRandomSampler.
+/// Included by idist/idist.hpp when <torch/torch.h> is on the include path.
+
+#include <torch/torch.h>
+
+#include "idist/collectives.hpp"
+#include "idist/context.hpp"
+#include "idist/torch/dtype.hpp"
+#include "idist/torch/collectives.hpp"
+#include "idist/torch/reducer.hpp"
+#include "idist/torch/auto_model.hpp"
+#include "idist/torch/auto_optim.hpp"
+#include "idist/torch/samplers.hpp"
+#include "idist/torch/auto_dataloader.hpp"

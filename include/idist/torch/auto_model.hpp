@@ -1,0 +1,290 @@
+#pragma once
+/// @file
+/// auto_model and no_sync: ignite.distributed.auto_model for LibTorch modules, with
+/// DistributedDataParallel's gradient synchronisation (see idist/torch/reducer.hpp).
+
+#include <algorithm>
+#include <concepts>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/pimpl.h>
+
+#include "idist/collectives.hpp"
+#include "idist/context.hpp"
+#include "idist/error.hpp"
+#include "idist/torch/collectives.hpp"
+#include "idist/torch/dtype.hpp"
+#include "idist/torch/reducer.hpp"
+
+namespace idist {
+
+/// Options of auto_model (the keyword arguments ignite forwards to DistributedDataParallel).
+struct AutoModelOptions {
+  /// ignite's sync_bn (convert BatchNorm to SyncBatchNorm). LibTorch has no SyncBatchNorm and a
+  /// C++ module's members cannot change type, so with world size > 1 a model containing
+  /// BatchNorm1d/2d/3d and sync_bn = true is rejected with ValueError; without BatchNorm it is a
+  /// no-op, as is any value when serial.
+  bool sync_bn = false;
+  /// Cap of a gradient bucket in MiB (DDP's bucket_cap_mb); the first bucket is capped at 1 MiB or
+  /// this, whichever is smaller. Must be positive.
+  double bucket_cap_mb = 25.0;
+  /// Accept parameters that get no gradient in a backward (DDP's find_unused_parameters): they
+  /// contribute zero, and a parameter no rank used keeps its gradient untouched. When false, such
+  /// a backward fails with a ValueError naming the parameters.
+  bool find_unused_parameters = false;
+  /// Keep buffers (e.g. batch-norm running statistics) equal to rank 0's (DDP's broadcast_buffers).
+  /// LibTorch has no forward hooks, so they are broadcast after each synchronised backward rather
+  /// than before each forward: after every training step all ranks hold rank 0's buffers.
+  bool broadcast_buffers = true;
+};
+
+namespace detail {
+
+/// A model handle auto_model accepts: std::shared_ptr<M> with M a torch::nn::Module, or a
+/// torch::nn::ModuleHolder (torch::nn::Linear, torch::nn::Sequential, TORCH_MODULE types).
+template <class T>
+concept ModuleHolderType = std::is_base_of_v<torch::detail::ModuleHolderIndicator, T>;
+
+template <class T>
+struct is_module_shared_ptr : std::false_type {};
+template <class M>
+struct is_module_shared_ptr<std::shared_ptr<M>> : std::bool_constant<std::is_base_of_v<torch::nn::Module, M>> {};
+
+template <class T>
+concept ModelHandle = ModuleHolderType<T> || is_module_shared_ptr<T>::value;
+
+/// The torch::nn::Module behind a handle (null for an empty holder / pointer).
+template <ModelHandle T>
+std::shared_ptr<torch::nn::Module> module_of(const T& model) {
+  if constexpr (ModuleHolderType<T>) {
+    if (model.is_empty()) return nullptr;
+    return std::static_pointer_cast<torch::nn::Module>(model.ptr());
+  } else {
+    return std::static_pointer_cast<torch::nn::Module>(model);
+  }
+}
+
+/// The reducers of the models auto_model prepared, keyed by module, so that auto_model can return
+/// the user's own type. An entry whose module has been destroyed is dropped (releasing the
+/// reducer's gradient buffers) the next time the registry is used.
+class ReducerRegistry {
+ public:
+  /// Registers `reducer` for `module`, replacing the reducer of an earlier auto_model call.
+  void add(const std::shared_ptr<torch::nn::Module>& module, std::shared_ptr<Reducer> reducer) {
+    std::lock_guard lock(mutex_);
+    prune();
+    entries_[module.get()] = Entry{module, std::move(reducer)};
+  }
+  /// The reducer of `module`, or null.
+  std::shared_ptr<Reducer> find(const torch::nn::Module* module) {
+    std::lock_guard lock(mutex_);
+    prune();
+    auto it = entries_.find(module);
+    return it == entries_.end() ? nullptr : it->second.reducer;
+  }
+  /// Drops the reducer of `module` (its hooks are removed).
+  void remove(const torch::nn::Module* module) {
+    std::lock_guard lock(mutex_);
+    entries_.erase(module);
+    prune();
+  }
+
+ private:
+  struct Entry {
+    std::weak_ptr<torch::nn::Module> module;
+    std::shared_ptr<Reducer> reducer;
+  };
+  void prune() {
+    std::erase_if(entries_, [](const auto& kv) { return kv.second.module.expired(); });
+  }
+  std::mutex mutex_;
+  std::map<const torch::nn::Module*, Entry> entries_;
+};
+
+/// The process-wide registry.
+inline ReducerRegistry& reducer_registry() {
+  static ReducerRegistry registry;
+  return registry;
+}
+
+/// The reducer auto_model attached to `model`, or null (serial, or not prepared).
+template <ModelHandle T>
+std::shared_ptr<Reducer> reducer_of(const T& model) {
+  auto m = module_of(model);
+  return m ? reducer_registry().find(m.get()) : nullptr;
+}
+
+/// True when the module tree contains BatchNorm1d, BatchNorm2d or BatchNorm3d.
+inline bool has_batch_norm(const torch::nn::Module& module) {
+  for (const auto& m : module.modules(/*include_self=*/true))
+    if (m->as<torch::nn::BatchNorm1d>() || m->as<torch::nn::BatchNorm2d>() || m->as<torch::nn::BatchNorm3d>())
+      return true;
+  return false;
+}
+
+/// One line per parameter and buffer: "name dtype [sizes]", for comparing models across ranks.
+inline std::vector<std::string> module_signature(const torch::nn::Module& module) {
+  std::vector<std::string> lines;
+  for (const auto& p : module.named_parameters(true))
+    lines.push_back("parameter " + p.key() + " " + c10::toString(p.value().scalar_type()) + " " +
+                    shape_str(p.value().sizes()));
+  for (const auto& b : module.named_buffers(true))
+    lines.push_back("buffer " + b.key() + " " + c10::toString(b.value().scalar_type()) + " " +
+                    shape_str(b.value().sizes()));
+  return lines;
+}
+
+/// Checks that every rank has the same parameters and buffers as rank 0 (DDP's
+/// _verify_param_shape_across_processes).
+/// @throws ValueError on every rank when some rank's model differs.
+inline void verify_same_model(const torch::nn::Module& module) {
+  const std::vector<std::string> mine = module_signature(module);
+  std::string text;
+  for (const auto& l : mine) text += l + "\n";
+  const std::string ref = broadcast(text, 0);
+  std::string error;
+  if (ref != text) {
+    std::vector<std::string> theirs;
+    std::size_t start = 0;
+    for (std::size_t nl; (nl = ref.find('\n', start)) != std::string::npos; start = nl + 1)
+      theirs.push_back(ref.substr(start, nl - start));
+    std::size_t k = 0;
+    while (k < mine.size() && k < theirs.size() && mine[k] == theirs[k]) ++k;
+    error = "auto_model: the model on rank " + std::to_string(get_rank()) + " differs from rank 0's: entry " +
+            std::to_string(k) + " is '" + (k < mine.size() ? mine[k] : std::string("<none>")) + "' here but '" +
+            (k < theirs.size() ? theirs[k] : std::string("<none>")) + "' on rank 0";
+  }
+  const int bad = all_reduce(error.empty() ? -1 : get_rank(), ReduceOp::Max);
+  if (!error.empty()) throw ValueError(error);
+  if (bad >= 0)
+    throw ValueError("auto_model: the model on rank " + std::to_string(bad) +
+                     " differs from rank 0's (parameters or buffers; see that rank's error)");
+}
+
+/// Copies rank 0's parameters and buffers to every rank, one broadcast per dtype and device.
+inline void broadcast_module_states(const torch::nn::Module& module) {
+  std::map<std::string, std::vector<at::Tensor>> groups;  // ordered: the same order on every rank
+  for (const auto& p : module.named_parameters(true))
+    groups[std::string(c10::toString(p.value().scalar_type())) + "@" + p.value().device().str()].push_back(
+        p.value().detach());
+  for (const auto& b : module.named_buffers(true))
+    if (b.value().defined())
+      groups[std::string(c10::toString(b.value().scalar_type())) + "@" + b.value().device().str()].push_back(
+          b.value().detach());
+  at::NoGradGuard no_grad;
+  for (auto& [key, tensors] : groups) {
+    std::vector<at::Tensor> flat_parts;
+    for (const auto& t : tensors) flat_parts.push_back(t.reshape({-1}));
+    at::Tensor flat = at::cat(flat_parts);
+    broadcast(flat, 0);
+    std::int64_t offset = 0;
+    for (auto& t : tensors) {
+      t.copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
+      offset += t.numel();
+    }
+  }
+}
+
+}  // namespace detail
+
+/// Adapts `model` for the current distributed configuration and returns it (the same object and
+/// type: std::shared_ptr<Net>, torch::nn::Sequential, any TORCH_MODULE holder). Mirrors
+/// ignite.distributed.auto_model:
+/// - moves the model to idist::device() when some parameter or buffer is elsewhere;
+/// - when the world size is > 1: checks that every rank has the same parameters and buffers,
+///   copies rank 0's parameters and buffers to every rank, and attaches a gradient reducer
+///   (DistributedDataParallel's algorithm: see idist/torch/reducer.hpp) so that after each
+///   backward() the gradients are averaged across ranks. no_sync() suspends it.
+///
+/// The returned model must be used as is: do not register, replace or re-create its parameters
+/// afterwards (moving it with to() is fine). Calling auto_model again on the same model replaces
+/// its reducer. Every rank must call it (it communicates).
+/// @throws ValueError for an empty model, a non-positive bucket_cap_mb, a parameter dtype idist
+///         cannot reduce, sync_bn with BatchNorm modules (world size > 1), or models that differ
+///         between ranks (on every rank).
+template <detail::ModelHandle Model>
+Model auto_model(Model model, const AutoModelOptions& opts = {}) {
+  const std::shared_ptr<torch::nn::Module> module = detail::module_of(model);
+  if (!module) throw ValueError("auto_model: model is empty (null module); expected a constructed module");
+  if (!(opts.bucket_cap_mb > 0))
+    throw ValueError("auto_model: bucket_cap_mb should be positive, but given " + std::to_string(opts.bucket_cap_mb));
+
+  const c10::Device dev = to_torch_device(device());
+  bool on_device = true;
+  for (const auto& p : module->parameters(true)) on_device = on_device && p.device() == dev;
+  for (const auto& b : module->buffers(true)) on_device = on_device && (!b.defined() || b.device() == dev);
+  if (!on_device) module->to(dev);
+
+  if (get_world_size() > 1) {
+    if (opts.sync_bn && detail::has_batch_norm(*module))
+      throw ValueError(
+          "auto_model: sync_bn=true, but LibTorch has no SyncBatchNorm and the model contains BatchNorm modules; "
+          "pass sync_bn=false (each rank then normalises with its own batch statistics)");
+    detail::verify_same_model(*module);
+    detail::broadcast_module_states(*module);
+    detail::Reducer::Options ropts;
+    ropts.bucket_cap_mb = opts.bucket_cap_mb;
+    ropts.find_unused_parameters = opts.find_unused_parameters;
+    ropts.broadcast_buffers = opts.broadcast_buffers;
+    detail::reducer_registry().add(module, detail::Reducer::create(module, ropts));
+  }
+  return model;
+}
+
+/// RAII guard of no_sync(): while it lives, backward() accumulates gradients locally without
+/// communicating (DDP's no_sync context manager). Move-only.
+class [[nodiscard]] NoSyncGuard {
+ public:
+  /// A guard that does nothing (serial runs).
+  NoSyncGuard() = default;
+  /// Suspends synchronisation on `reducer` until destruction.
+  explicit NoSyncGuard(std::shared_ptr<detail::Reducer> reducer) : reducer_(std::move(reducer)) {
+    if (reducer_) {
+      previous_ = reducer_->require_sync();
+      reducer_->set_require_sync(false);
+    }
+  }
+  ~NoSyncGuard() {
+    if (reducer_) reducer_->set_require_sync(previous_);
+  }
+  NoSyncGuard(NoSyncGuard&& other) noexcept
+      : reducer_(std::exchange(other.reducer_, nullptr)), previous_(other.previous_) {}
+  NoSyncGuard& operator=(NoSyncGuard&&) = delete;
+  NoSyncGuard(const NoSyncGuard&) = delete;
+  NoSyncGuard& operator=(const NoSyncGuard&) = delete;
+
+ private:
+  std::shared_ptr<detail::Reducer> reducer_;
+  bool previous_ = true;
+};
+
+/// Suspends gradient synchronisation of a model prepared by auto_model while the returned guard
+/// lives, to accumulate gradients locally over micro-batches; the first backward after the guard
+/// ends averages the accumulated gradients. Mirrors DistributedDataParallel.no_sync():
+///
+///     {
+///       auto guard = idist::no_sync(model);
+///       loss_of(micro_batch_1).backward();   // local accumulation only
+///     }
+///     loss_of(micro_batch_2).backward();     // averages the sum of both
+///
+/// The decision is taken when a backward starts, so the guard must cover the backward() calls.
+/// With world size 1 it does nothing.
+/// @throws ValueError when the world size is > 1 and the model did not go through auto_model.
+template <detail::ModelHandle Model>
+NoSyncGuard no_sync(const Model& model) {
+  auto reducer = detail::reducer_of(model);
+  if (!reducer && get_world_size() > 1)
+    throw ValueError("no_sync: the model was not prepared by idist::auto_model, so its gradients are not synchronised");
+  return NoSyncGuard(std::move(reducer));
+}
+
+}  // namespace idist

@@ -1,0 +1,318 @@
+#pragma once
+/// @file
+/// Samplers for data-parallel loading, LibTorch-compatible (torch::data::samplers::Sampler<>):
+/// - DistributedSampler: torch.utils.data.DistributedSampler's semantics (padding to a multiple of
+///   the replicas, shuffling seeded with seed + epoch, drop_last);
+/// - DistributedProxySampler: ignite.distributed.DistributedProxySampler, which shards any other
+///   sampler across the replicas;
+/// - WeightedRandomSampler: torch.utils.data.WeightedRandomSampler, which LibTorch lacks.
+/// All of them produce their epoch's indices in reset() (which LibTorch's data loader calls when an
+/// iteration starts) and hand them out in batches from next().
+
+#include <algorithm>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/data/samplers/base.h>
+#include <torch/data/samplers/distributed.h>
+#include <torch/serialize/archive.h>
+#include <torch/utils.h>
+
+#include "idist/context.hpp"
+#include "idist/error.hpp"
+
+namespace idist {
+
+/// A LibTorch sampler that knows its epoch: what auto_dataloader's loader exposes so that a training
+/// loop can call `loader.sampler().set_epoch(epoch)` (or `loader.set_epoch(epoch)`) every epoch.
+class EpochSampler : public torch::data::samplers::Sampler<> {
+ public:
+  /// Sets the epoch that seeds the next reset() (torch's DistributedSampler.set_epoch). Samplers
+  /// whose order does not depend on the epoch ignore it.
+  virtual void set_epoch(std::uint64_t epoch) = 0;
+  /// The epoch last set (0 initially).
+  virtual std::uint64_t epoch() const = 0;
+  /// Number of indices one epoch yields on this rank, when known.
+  virtual std::optional<std::size_t> size() const = 0;
+};
+
+namespace detail {
+
+/// The indices of one epoch and the position reached in them; next() hands out batches.
+struct IndexCursor {
+  std::vector<std::size_t> indices;
+  std::size_t pos = 0;
+
+  torch::optional<std::vector<std::size_t>> next(std::size_t batch_size) {
+    if (pos >= indices.size() || batch_size == 0) return torch::nullopt;
+    const std::size_t n = std::min(batch_size, indices.size() - pos);
+    std::vector<std::size_t> out(indices.begin() + std::ptrdiff_t(pos), indices.begin() + std::ptrdiff_t(pos + n));
+    pos += n;
+    return out;
+  }
+};
+
+/// Resolves num_replicas / rank defaults (world size / rank of idist) and checks them.
+/// @throws ValueError "Invalid rank R, rank should be in the interval [0, N-1]" (torch's words).
+inline std::pair<int, int> replicas_and_rank(std::optional<int> num_replicas, std::optional<int> rank,
+                                             const char* who) {
+  const int n = num_replicas.value_or(get_world_size());
+  const int r = rank.value_or(get_rank());
+  if (n < 1)
+    throw ValueError(std::string(who) + ": num_replicas should be a positive integer, but given " + std::to_string(n));
+  if (r < 0 || r >= n)
+    throw ValueError(std::string(who) + ": Invalid rank " + std::to_string(r) + ", rank should be in the interval [0, " +
+                     std::to_string(n - 1) + "]");
+  return {n, r};
+}
+
+/// Draws every index `sampler` yields in one pass (reset, then next() until exhausted).
+inline std::vector<std::size_t> draw_all(torch::data::samplers::Sampler<>& sampler) {
+  std::vector<std::size_t> out;
+  sampler.reset(torch::nullopt);
+  while (auto batch = sampler.next(4096)) out.insert(out.end(), batch->begin(), batch->end());
+  return out;
+}
+
+inline void save_cursor(torch::serialize::OutputArchive& archive, std::uint64_t epoch, std::size_t pos) {
+  archive.write("idist_epoch", c10::IValue(std::int64_t(epoch)));
+  archive.write("idist_position", c10::IValue(std::int64_t(pos)));
+}
+
+inline std::pair<std::uint64_t, std::size_t> load_cursor(torch::serialize::InputArchive& archive) {
+  c10::IValue epoch, pos;
+  archive.read("idist_epoch", epoch);
+  archive.read("idist_position", pos);
+  return {std::uint64_t(epoch.toInt()), std::size_t(pos.toInt())};
+}
+
+}  // namespace detail
+
+/// torch.utils.data.DistributedSampler for LibTorch: restricts loading to this rank's share of a
+/// dataset of `dataset_size` examples.
+///
+/// Each epoch the indices 0..size-1 are shuffled (when `shuffle`) with a generator seeded with
+/// seed + epoch — the same permutation on every rank —, then padded by repeating indices from the
+/// start to a multiple of num_replicas (or, with drop_last, truncated to one), and rank r takes
+/// every num_replicas-th index starting at r. Every rank therefore gets size() indices:
+/// ceil(dataset_size / num_replicas), or floor(...) with drop_last when not divisible.
+/// Call set_epoch(e) before each epoch, or every epoch sees the same order.
+class DistributedSampler : public EpochSampler {
+ public:
+  /// @param num_replicas number of ranks sharing the dataset (default: idist's world size)
+  /// @param rank this rank among them (default: idist's rank)
+  /// @throws ValueError for num_replicas < 1 or rank outside [0, num_replicas - 1].
+  explicit DistributedSampler(std::size_t dataset_size, std::optional<int> num_replicas = std::nullopt,
+                              std::optional<int> rank = std::nullopt, bool shuffle = true, std::uint64_t seed = 0,
+                              bool drop_last = false)
+      : dataset_size_(dataset_size), shuffle_(shuffle), seed_(seed), drop_last_(drop_last) {
+    std::tie(num_replicas_, rank_) = detail::replicas_and_rank(num_replicas, rank, "DistributedSampler");
+  }
+
+  void set_epoch(std::uint64_t epoch) override { epoch_ = epoch; }
+  std::uint64_t epoch() const override { return epoch_; }
+  std::optional<std::size_t> size() const override { return num_samples(); }
+
+  /// Indices per rank and epoch (torch's num_samples).
+  std::size_t num_samples() const {
+    const std::size_t n = std::size_t(num_replicas_);
+    if (drop_last_ && dataset_size_ % n != 0) return dataset_size_ / n;  // == ceil((size - n) / n)
+    return (dataset_size_ + n - 1) / n;
+  }
+  /// num_samples() * num_replicas (torch's total_size).
+  std::size_t total_size() const { return num_samples() * std::size_t(num_replicas_); }
+  int num_replicas() const noexcept { return num_replicas_; }
+  int rank() const noexcept { return rank_; }
+  bool shuffle() const noexcept { return shuffle_; }
+  std::uint64_t seed() const noexcept { return seed_; }
+  bool drop_last() const noexcept { return drop_last_; }
+
+  /// This rank's indices for the current epoch, in order (what one epoch of next() yields).
+  std::vector<std::size_t> indices() const {
+    std::vector<std::size_t> all(dataset_size_);
+    if (shuffle_) {
+      at::Generator gen = at::detail::createCPUGenerator(seed_ + epoch_);
+      const at::Tensor perm = at::randperm(std::int64_t(dataset_size_), gen, at::kLong);
+      const std::int64_t* p = perm.data_ptr<std::int64_t>();
+      for (std::size_t i = 0; i < dataset_size_; ++i) all[i] = std::size_t(p[i]);
+    } else {
+      for (std::size_t i = 0; i < dataset_size_; ++i) all[i] = i;
+    }
+    const std::size_t total = total_size();
+    if (all.size() < total && !all.empty()) {
+      const std::size_t n = all.size();
+      for (std::size_t i = 0; all.size() < total; ++i) all.push_back(all[i % n]);  // pad by repetition
+    }
+    all.resize(std::min(all.size(), total));
+    std::vector<std::size_t> mine;
+    mine.reserve(num_samples());
+    for (std::size_t i = std::size_t(rank_); i < all.size(); i += std::size_t(num_replicas_)) mine.push_back(all[i]);
+    return mine;
+  }
+
+  /// Starts an epoch: computes this rank's indices. `new_size` replaces the dataset size.
+  void reset(torch::optional<std::size_t> new_size = torch::nullopt) override {
+    if (new_size) dataset_size_ = *new_size;
+    cursor_ = {indices(), 0};
+  }
+  torch::optional<std::vector<std::size_t>> next(std::size_t batch_size) override { return cursor_.next(batch_size); }
+  void save(torch::serialize::OutputArchive& archive) const override {
+    detail::save_cursor(archive, epoch_, cursor_.pos);
+  }
+  void load(torch::serialize::InputArchive& archive) override {
+    auto [epoch, pos] = detail::load_cursor(archive);
+    epoch_ = epoch;
+    reset();
+    cursor_.pos = pos;
+  }
+
+ private:
+  std::size_t dataset_size_;
+  int num_replicas_ = 1;
+  int rank_ = 0;
+  bool shuffle_;
+  std::uint64_t seed_;
+  bool drop_last_;
+  std::uint64_t epoch_ = 0;
+  detail::IndexCursor cursor_;
+};
+
+/// torch.utils.data.WeightedRandomSampler for LibTorch: each reset() draws `num_samples` indices
+/// in [0, weights.numel()) with probabilities proportional to `weights` (torch::multinomial), with
+/// or without replacement, from `generator` or, by default, LibTorch's global generator (so that
+/// torch::manual_seed makes it reproducible, and DistributedProxySampler can seed it).
+class WeightedRandomSampler : public torch::data::samplers::Sampler<> {
+ public:
+  /// @throws ValueError for weights that are not a non-empty 1-D tensor of non-negative values
+  ///         with a positive sum, num_samples == 0, or num_samples > weights.numel() without
+  ///         replacement.
+  WeightedRandomSampler(const at::Tensor& weights, std::size_t num_samples, bool replacement = true,
+                        std::optional<at::Generator> generator = std::nullopt)
+      : num_samples_(num_samples), replacement_(replacement), generator_(std::move(generator)) {
+    if (!weights.defined() || weights.dim() != 1 || weights.numel() == 0)
+      throw ValueError("WeightedRandomSampler: weights should be a non-empty 1-D tensor");
+    weights_ = weights.detach().to(at::kCPU, at::kDouble).contiguous();
+    if ((weights_ < 0).any().item<bool>() || !(weights_.sum().item<double>() > 0))
+      throw ValueError("WeightedRandomSampler: weights should be non-negative with a positive sum");
+    if (num_samples == 0)
+      throw ValueError("WeightedRandomSampler: num_samples should be a positive integer value, but got num_samples=0");
+    if (!replacement && num_samples > std::size_t(weights_.numel()))
+      throw ValueError("WeightedRandomSampler: num_samples=" + std::to_string(num_samples) + " exceeds the " +
+                       std::to_string(weights_.numel()) + " weights, which is only possible with replacement");
+  }
+
+  /// Number of indices one epoch yields.
+  std::size_t size() const noexcept { return num_samples_; }
+
+  /// Draws the indices of a new epoch.
+  void reset(torch::optional<std::size_t> /*new_size*/ = torch::nullopt) override {
+    const at::Tensor drawn = at::multinomial(weights_, std::int64_t(num_samples_), replacement_,
+                                             generator_ ? c10::optional<at::Generator>(*generator_) : c10::nullopt);
+    const std::int64_t* p = drawn.data_ptr<std::int64_t>();
+    cursor_ = {std::vector<std::size_t>(p, p + drawn.numel()), 0};
+  }
+  torch::optional<std::vector<std::size_t>> next(std::size_t batch_size) override { return cursor_.next(batch_size); }
+  void save(torch::serialize::OutputArchive& archive) const override { detail::save_cursor(archive, 0, cursor_.pos); }
+  void load(torch::serialize::InputArchive& archive) override { cursor_.pos = detail::load_cursor(archive).second; }
+
+ private:
+  at::Tensor weights_;
+  std::size_t num_samples_;
+  bool replacement_;
+  std::optional<at::Generator> generator_;
+  detail::IndexCursor cursor_;
+};
+
+/// ignite.distributed.DistributedProxySampler: shards the indices of any sampler (random, weighted,
+/// user-written) across num_replicas ranks.
+///
+/// At each reset(): seeds LibTorch's global generator with the epoch (torch::manual_seed(epoch),
+/// as ignite does), draws the wrapped sampler's indices — re-drawing it as often as needed to
+/// reach ceil(len / num_replicas) * num_replicas indices, then truncating —, and gives rank r every
+/// num_replicas-th index starting at r. The wrapped sampler's length is assumed constant; it is
+/// measured on each draw. Call set_epoch(e) before each epoch.
+class DistributedProxySampler : public EpochSampler {
+ public:
+  /// Wraps a shared sampler (shared with the caller).
+  /// @throws ValueError for a null or already distributed sampler, num_replicas < 1, or rank
+  ///         outside [0, num_replicas - 1].
+  DistributedProxySampler(std::shared_ptr<torch::data::samplers::Sampler<>> sampler,
+                          std::optional<int> num_replicas = std::nullopt, std::optional<int> rank = std::nullopt)
+      : sampler_(std::move(sampler)) {
+    if (!sampler_) throw ValueError("DistributedProxySampler: Argument sampler should be a sampler, but given null");
+    if (dynamic_cast<EpochSampler*>(sampler_.get()) ||
+        dynamic_cast<torch::data::samplers::DistributedSampler<>*>(sampler_.get()))
+      throw ValueError("DistributedProxySampler: Argument sampler must not be a distributed sampler already");
+    std::tie(num_replicas_, rank_) = detail::replicas_and_rank(num_replicas, rank, "DistributedProxySampler");
+    if (auto* w = dynamic_cast<WeightedRandomSampler*>(sampler_.get())) set_length(w->size());
+  }
+
+  /// Wraps a copy of `sampler` (any torch::data::samplers::Sampler<> subclass).
+  template <class S>
+    requires(std::derived_from<S, torch::data::samplers::Sampler<>> &&
+             !std::derived_from<S, EpochSampler>)
+  explicit DistributedProxySampler(S sampler, std::optional<int> num_replicas = std::nullopt,
+                                   std::optional<int> rank = std::nullopt)
+      : DistributedProxySampler(std::make_shared<S>(std::move(sampler)), num_replicas, rank) {}
+
+  void set_epoch(std::uint64_t epoch) override { epoch_ = epoch; }
+  std::uint64_t epoch() const override { return epoch_; }
+  /// Indices per rank and epoch (ignite's num_samples), once the wrapped sampler's length is known
+  /// (from a WeightedRandomSampler at construction, else after the first reset()).
+  std::optional<std::size_t> size() const override { return num_samples_; }
+  int num_replicas() const noexcept { return num_replicas_; }
+  int rank() const noexcept { return rank_; }
+  /// The wrapped sampler.
+  const std::shared_ptr<torch::data::samplers::Sampler<>>& sampler() const noexcept { return sampler_; }
+
+  /// Draws this rank's indices for the current epoch (seeds the global generator with it).
+  void reset(torch::optional<std::size_t> /*new_size*/ = torch::nullopt) override {
+    torch::manual_seed(epoch_);
+    std::vector<std::size_t> all = detail::draw_all(*sampler_);
+    set_length(all.size());
+    const std::size_t total = *num_samples_ * std::size_t(num_replicas_);
+    while (!all.empty() && all.size() < total) {
+      std::vector<std::size_t> more = detail::draw_all(*sampler_);
+      if (more.empty()) break;
+      all.insert(all.end(), more.begin(), more.end());
+    }
+    all.resize(std::min(all.size(), total));
+    std::vector<std::size_t> mine;
+    for (std::size_t i = std::size_t(rank_); i < all.size(); i += std::size_t(num_replicas_)) mine.push_back(all[i]);
+    cursor_ = {std::move(mine), 0};
+  }
+  torch::optional<std::vector<std::size_t>> next(std::size_t batch_size) override { return cursor_.next(batch_size); }
+  void save(torch::serialize::OutputArchive& archive) const override {
+    detail::save_cursor(archive, epoch_, cursor_.pos);
+  }
+  void load(torch::serialize::InputArchive& archive) override {
+    auto [epoch, pos] = detail::load_cursor(archive);
+    epoch_ = epoch;
+    reset();
+    cursor_.pos = pos;
+  }
+
+ private:
+  void set_length(std::size_t len) {
+    const std::size_t n = std::size_t(num_replicas_);
+    num_samples_ = (len + n - 1) / n;
+  }
+
+  std::shared_ptr<torch::data::samplers::Sampler<>> sampler_;
+  int num_replicas_ = 1;
+  int rank_ = 0;
+  std::uint64_t epoch_ = 0;
+  std::optional<std::size_t> num_samples_;
+  detail::IndexCursor cursor_;
+};
+
+}  // namespace idist
