@@ -61,6 +61,11 @@ NativeMPIModel::NativeMPIModel(std::chrono::milliseconds timeout, bool owns_mpi,
     // Errors come back as codes (then BackendError) instead of aborting the job. Communicators
     // split from world_ inherit this handler.
     check_mpi(MPI_Comm_set_errhandler(world_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", world_rank);
+    // Open MPI reports failures of non-blocking collectives found by MPI_Test through
+    // MPI_COMM_WORLD's handler, not the request's communicator. When idist owns MPI it makes that
+    // handler return too; an adopted context keeps the program's choice.
+    if (owns_mpi_)
+      check_mpi(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", world_rank);
     check_mpi(MPI_Comm_rank(world_, &rank_), "MPI_Comm_rank", world_rank);
     check_mpi(MPI_Comm_size(world_, &size_), "MPI_Comm_size", world_rank);
   }

@@ -17,6 +17,10 @@ namespace idist::mpi_backend {
 /// MPI_Iallgather(v), MPI_Ibcast, MPI_Ibarrier) on a duplicate of MPI_COMM_WORLD, so idist's traffic
 /// never matches the program's own MPI messages. Every communicator idist makes returns errors
 /// (MPI_ERRORS_RETURN), which become BackendError naming the MPI function, the rank and MPI's text.
+/// Open MPI reports a non-blocking collective that fails while MPI_Test drives it through
+/// MPI_COMM_WORLD's error handler; idist sets that one to MPI_ERRORS_RETURN only when it initialized
+/// MPI itself, so in an adopted context such failures follow the program's own handler (by default,
+/// abort the job).
 ///
 /// Buffers must be host memory. Element counts above the int range of the MPI-3 interface are split
 /// into several MPI calls (all_reduce, broadcast) or gathered as one broadcast per rank

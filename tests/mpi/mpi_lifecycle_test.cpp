@@ -1,0 +1,114 @@
+// initialize("mpi") / finalize() when idist owns MPI: MPI_Init_thread on initialize, MPI_Finalize on
+// finalize, then back to the serial model for good. Tests run in declaration order and build on each
+// other (one process can initialize MPI only once).
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+#include "idist/collectives.hpp"
+#include "idist/context.hpp"
+#include "idist/error.hpp"
+#include "mpi/mpi_model.hpp"
+#include "mpi_env.hpp"
+
+namespace {
+
+bool mpi_initialized() {
+  int flag = 0;
+  MPI_Initialized(&flag);
+  return flag != 0;
+}
+bool mpi_finalized() {
+  int flag = 0;
+  MPI_Finalized(&flag);
+  return flag != 0;
+}
+
+TEST(MpiLifecycle, SerialWhileMpiIsNotInitialized) {
+  ASSERT_FALSE(mpi_initialized());
+  EXPECT_EQ(idist::model_name(), "serial") << "nothing to adopt before MPI_Init";
+  EXPECT_EQ(idist::get_world_size(), 1);
+  EXPECT_FALSE(mpi_initialized()) << "queries must not initialize MPI";
+}
+
+TEST(MpiLifecycle, InitializeCallsMpiInitThread) {
+  idist::InitOptions opts;
+  opts.timeout = std::chrono::seconds(60);
+  idist::initialize("mpi", opts);
+  EXPECT_TRUE(mpi_initialized());
+  EXPECT_EQ(idist::model_name(), "mpi-dist");
+  EXPECT_EQ(idist::get_world_size(), idist::test::env_int("OMPI_COMM_WORLD_SIZE"));
+  auto* m = dynamic_cast<idist::mpi_backend::NativeMPIModel*>(&idist::current_model());
+  ASSERT_NE(m, nullptr);
+  EXPECT_TRUE(m->owns_mpi());
+  EXPECT_EQ(m->timeout(), std::chrono::seconds(60));
+  int provided = -1;
+  MPI_Query_thread(&provided);
+  EXPECT_EQ(m->thread_level(), provided);
+  EXPECT_EQ(provided, MPI_THREAD_MULTIPLE) << "Open MPI here is built with MPI_THREAD_MULTIPLE support";
+}
+
+TEST(MpiLifecycle, InitializeTwiceIsValueError) {
+  try {
+    idist::initialize("mpi");
+    ADD_FAILURE() << "no exception";
+  } catch (const idist::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("already initialized"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(idist::all_reduce(1), idist::get_world_size()) << "the running backend still works";
+}
+
+// An MPI failure surfaces as BackendError naming the MPI function, the rank and MPI's text. Here the
+// receivers of a broadcast expect fewer elements than the source sends (MPI_ERR_TRUNCATE). Two ranks
+// only: with more, a receiver that failed would not forward the data down the broadcast tree.
+TEST(MpiLifecycle, MpiFailureIsBackendError) {
+  ASSERT_EQ(idist::get_world_size(), 2);
+  const int rank = idist::get_rank();
+  std::vector<float> v(rank == 0 ? 64 : 8, 1.0f);
+  if (rank == 0) {
+    idist::broadcast(v, 0);
+  } else {
+    try {
+      idist::broadcast(v, 0);
+      ADD_FAILURE() << "no exception";
+    } catch (const idist::BackendError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("MPI_Ibcast"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("rank 1"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("MPI_ERR_TRUNCATE"), std::string::npos) << msg;
+    }
+  }
+  EXPECT_EQ(idist::all_reduce(rank + 1), 3) << "the communicator still works afterwards";
+}
+
+TEST(MpiLifecycle, FinalizeCallsMpiFinalizeAndReturnsToSerial) {
+  idist::finalize();
+  EXPECT_TRUE(mpi_finalized());
+  EXPECT_EQ(idist::model_name(), "serial");
+  EXPECT_EQ(idist::backend(), std::nullopt);
+  EXPECT_EQ(idist::get_world_size(), 1);
+  EXPECT_EQ(idist::get_rank(), 0);
+  EXPECT_EQ(idist::all_reduce(5), 5);
+}
+
+TEST(MpiLifecycle, MpiCannotBeInitializedTwiceInOneProcess) {
+  try {
+    idist::initialize("mpi");
+    ADD_FAILURE() << "no exception";
+  } catch (const idist::BackendError& e) {
+    EXPECT_NE(std::string(e.what()).find("already finalized"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(idist::model_name(), "serial");
+  idist::finalize();  // a no-op when serial
+  EXPECT_EQ(idist::model_name(), "serial");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  idist::test::quiet_non_root_ranks();
+  return RUN_ALL_TESTS();
+}
