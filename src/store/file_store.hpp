@@ -44,7 +44,7 @@ class FileStore final : public Store {
 
  private:
   std::string key_path(const std::string& key) const;
-  std::int64_t add_locked(const std::string& key, std::int64_t delta, std::chrono::milliseconds timeout);
+  std::int64_t add_locked(const std::string& key, std::int64_t delta);  // caller holds the lock
 
   std::string path_;
   std::chrono::milliseconds timeout_;

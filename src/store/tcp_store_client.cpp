@@ -1,0 +1,174 @@
+#include "store/tcp_store_client.hpp"
+
+#include <algorithm>
+#include <mutex>
+#include <thread>
+
+#include <asio.hpp>
+#include <fmt/format.h>
+
+#include "idist/error.hpp"
+
+namespace idist::store::detail {
+
+namespace {
+using asio::ip::tcp;
+using Clock = TCPStoreClient::Clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+}  // namespace
+
+struct ClientImpl {
+  std::string host;
+  int port;
+  asio::io_context io;
+  tcp::socket socket{io};
+  bool connected = false;
+  std::mutex mutex;
+
+  std::string describe() const { return fmt::format("tcp://{}:{}", host, port); }
+
+  void drop() {
+    std::error_code ec;
+    socket.close(ec);
+    connected = false;
+  }
+
+  // Runs the pending operation until `done` or `deadline`. On the deadline, `cancel` aborts it and its
+  // handler is drained so that nothing refers to the caller's stack afterwards. True when done.
+  template <class Cancel>
+  bool run_until(const bool& done, Clock::time_point deadline, Cancel cancel) {
+    io.restart();
+    while (!done && io.run_one_until(deadline) > 0) {
+    }
+    if (done) return true;
+    cancel();
+    io.restart();
+    io.run();
+    return false;
+  }
+
+  // Connects, retrying until `deadline` with a growing pause (10 ms .. 200 ms) between attempts.
+  void connect(Clock::time_point deadline, Clock::time_point start) {
+    std::string last_error = "no attempt was made";
+    auto pause = std::chrono::milliseconds(10);
+    for (;;) {
+      if (Clock::now() >= deadline) break;
+      bool done = false;
+      std::error_code ec;
+      tcp::resolver::results_type endpoints;
+      tcp::resolver resolver(io);
+      resolver.async_resolve(host, std::to_string(port), [&](std::error_code e, tcp::resolver::results_type r) {
+        ec = e;
+        endpoints = std::move(r);
+        done = true;
+      });
+      if (!run_until(done, deadline, [&] { resolver.cancel(); })) {
+        last_error = "resolving the host name did not finish";
+        break;
+      }
+      if (!ec) {
+        done = false;
+        asio::async_connect(socket, endpoints, [&](std::error_code e, const tcp::endpoint&) {
+          ec = e;
+          done = true;
+        });
+        if (!run_until(done, deadline, [&] { drop(); })) {
+          last_error = "the connection attempt did not finish";
+          break;
+        }
+        if (!ec) {
+          std::error_code ignored;
+          socket.set_option(tcp::no_delay(true), ignored);
+          connected = true;
+          return;
+        }
+        drop();
+      }
+      last_error = ec.message();
+      const auto now = Clock::now();
+      if (now + pause >= deadline) {
+        std::this_thread::sleep_until(deadline);
+        break;
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::milliseconds(200));
+    }
+    throw TimeoutError(fmt::format(
+        "TCPStore {}: could not connect to the store within {:.2f} s (last error: {}); is rank 0 serving it "
+        "(check MASTER_ADDR / MASTER_PORT or the init_method)?",
+        describe(), seconds_since(start), last_error));
+  }
+
+  // Reads or writes `buffers` completely before `deadline`; throws (dropping the connection) otherwise.
+  template <class Buffers, bool Write>
+  void transfer(const Buffers& buffers, Clock::time_point deadline, Clock::time_point start, const std::string& what) {
+    bool done = false;
+    std::error_code ec;
+    auto handler = [&](std::error_code e, std::size_t) {
+      ec = e;
+      done = true;
+    };
+    if constexpr (Write)
+      asio::async_write(socket, buffers, handler);
+    else
+      asio::async_read(socket, buffers, handler);
+    if (!run_until(done, deadline, [&] { drop(); })) {
+      throw TimeoutError(fmt::format("TCPStore {}: {} got no response within {:.2f} s", describe(), what,
+                                     seconds_since(start)));
+    }
+    if (ec) {
+      drop();
+      throw BackendError(fmt::format(
+          "TCPStore {}: connection lost during {} after {:.2f} s: {} (the server on rank 0 exited, or closed "
+          "the connection over a malformed request)",
+          describe(), what, seconds_since(start), ec.message()));
+    }
+  }
+};
+
+TCPStoreClient::TCPStoreClient(std::string host, int port, std::chrono::milliseconds connect_timeout)
+    : impl_(std::make_unique<ClientImpl>()) {
+  impl_->host = std::move(host);
+  impl_->port = port;
+  const auto start = Clock::now();
+  impl_->connect(start + connect_timeout, start);
+}
+
+TCPStoreClient::~TCPStoreClient() {
+  std::lock_guard lock(impl_->mutex);
+  impl_->drop();
+}
+
+std::string TCPStoreClient::describe() const { return impl_->describe(); }
+
+TCPStoreClient::Response TCPStoreClient::call(Op op, const std::vector<char>& payload, Clock::time_point deadline,
+                                              const std::string& what) {
+  std::lock_guard lock(impl_->mutex);
+  const auto start = Clock::now();
+  if (!impl_->connected) impl_->connect(deadline, start);
+
+  const auto header = encode_header(static_cast<std::uint8_t>(op), static_cast<std::uint32_t>(payload.size()));
+  const std::array<asio::const_buffer, 2> request{asio::buffer(header), asio::buffer(payload)};
+  impl_->transfer<decltype(request), true>(request, deadline, start, what);
+
+  std::array<unsigned char, kHeaderBytes> reply_header{};
+  impl_->transfer<decltype(asio::buffer(reply_header)), false>(asio::buffer(reply_header), deadline, start, what);
+  const auto h = decode_header(reply_header.data());
+  if (!h || h->code > static_cast<std::uint8_t>(Status::Error) || h->payload_length > kMaxResponsePayload) {
+    impl_->drop();
+    throw BackendError(fmt::format("TCPStore {}: malformed response to {} (is {} an idist TCPStore?)", describe(),
+                                   what, describe()));
+  }
+  Response response;
+  response.status = static_cast<Status>(h->code);
+  response.payload.resize(h->payload_length);
+  if (!response.payload.empty())
+    impl_->transfer<decltype(asio::buffer(response.payload)), false>(asio::buffer(response.payload), deadline, start,
+                                                                      what);
+  return response;
+}
+
+}  // namespace idist::store::detail
