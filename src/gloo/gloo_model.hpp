@@ -67,6 +67,10 @@ class GlooModel final : public ComputationModel {
   int nproc_per_node() const override { return info_.nproc_per_node; }
   int node_rank() const override { return info_.node_rank; }
   int nnodes() const override { return info_.nnodes; }
+  /// The connected gloo context of the world group (benchmarks run raw gloo algorithms on it to
+  /// compare like with like); null after finalize(). Do not use it while an idist collective is in
+  /// flight: one gloo context runs one operation at a time.
+  std::shared_ptr<gloo::Context> world_context() const { return world_ ? world_->context : nullptr; }
   Device device() const override;
   void set_local_rank(int local_rank) override;
 

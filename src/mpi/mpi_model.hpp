@@ -81,6 +81,9 @@ class NativeMPIModel final : public ComputationModel {
   int thread_level() const noexcept { return thread_level_; }
   /// True when idist initialized MPI (and will finalize it).
   bool owns_mpi() const noexcept { return owns_mpi_; }
+  /// idist's duplicate of MPI_COMM_WORLD, on which world collectives run (benchmarks call raw MPI
+  /// on it to compare like with like). Valid until finalize().
+  MPI_Comm world_comm() const noexcept { return world_; }
 
  private:
   // The communicator for `group`, of which this rank must be a member; `fn` names the caller.
