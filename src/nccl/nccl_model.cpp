@@ -1,0 +1,255 @@
+#include "nccl/nccl_model.hpp"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "core/backend_factories.hpp"
+#include "idist/error.hpp"
+#include "nccl/cuda_error.hpp"
+#include "nccl/host_reduce.hpp"
+#include "nccl/nccl_types.hpp"
+#include "nccl/unique_id.hpp"
+#include "nccl/validate.hpp"
+
+namespace idist::nccl_backend {
+
+namespace {
+
+UniqueIdBytes generate_unique_id() {
+  ncclUniqueId id;
+  const ncclResult_t res = ncclGetUniqueId(&id);
+  if (res != ncclSuccess) throw BackendError("nccl: ncclGetUniqueId failed: " + nccl_error_text(res, nullptr));
+  UniqueIdBytes bytes;
+  std::memcpy(bytes.data(), &id, bytes.size());
+  return bytes;
+}
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && std::string_view(v) == "1";
+}
+
+std::string visible_devices_text() {
+  const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
+  return v ? "CUDA_VISIBLE_DEVICES=\"" + std::string(v) + "\"" : std::string("CUDA_VISIBLE_DEVICES unset");
+}
+
+// The host fallback of all_reduce: gather every rank's row, reduce on the host in stream order, copy
+// the result back into `d`.
+void all_reduce_on_host(Op& op, void* d, std::size_t count, DType dtype, ReduceOp rop, int nranks) {
+  const std::size_t bytes = count * dtype_size(dtype);
+  void* rows = op.scratch(bytes * std::size_t(nranks));
+  op.nccl(ncclAllGather(d, rows, bytes, ncclUint8, op.handle(), op.stream()));
+  std::shared_ptr<void> host_rows = op.pinned(bytes * std::size_t(nranks));
+  std::shared_ptr<void> host_out = op.pinned(bytes);
+  op.copy(host_rows.get(), rows, bytes * std::size_t(nranks), cudaMemcpyDeviceToHost);
+  op.host([host_rows, host_out, count, nranks, dtype, rop] {
+    reduce_rows(host_out.get(), host_rows.get(), count, nranks, dtype, rop);
+  });
+  op.copy(d, host_out.get(), bytes, cudaMemcpyHostToDevice);
+}
+
+}  // namespace
+
+NCCLModel::NCCLModel(const InitOptions& opts) : ComputationModel(opts.timeout) {
+  const int ndev = require_cuda_device();  // before anything else: the clearest error without a GPU
+  Rendezvous rv = rendezvous(opts);
+  layout_ = rv.layout;
+  store_ = std::move(rv.store);
+  env_guard_ = std::move(rv.env_guard);
+
+  if (layout_.local_rank < ndev)
+    device_ = layout_.local_rank;
+  else if (ndev == 1)
+    device_ = 0;  // each process was given its own GPU (e.g. SLURM --gpus-per-task=1)
+  else
+    throw BackendError("the nccl backend uses cuda:<local rank>, but local rank " + std::to_string(layout_.local_rank) +
+                       " sees only " + std::to_string(ndev) + " CUDA devices (" + visible_devices_text() +
+                       "); start at most one process per GPU on each node");
+  check_cuda(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ")");
+  int pools = 0;
+  stream_ordered_alloc_ =
+      cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device_) == cudaSuccess && pools != 0;
+  if (env_flag("IDIST_NCCL_NO_SPLIT")) use_split_ = false;
+  pinned_ = PinnedPool::create();
+
+  const UniqueIdBytes id = store_ ? exchange_unique_id(*store_, world_scope(), layout_.rank, 0, generate_unique_id, timeout())
+                                  : generate_unique_id();
+  world_ = Communicator::init_rank(id, layout_.world_size, layout_.rank,
+                                   Communicator::Info{"world", layout_.rank, device_}, timeout());
+  const auto interval = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(timeout() / 20),
+                                   std::chrono::milliseconds(5), std::chrono::milliseconds(100));
+  watchdog_ = std::make_unique<Watchdog>(device_, interval);
+  watchdog_->watch(world_);
+}
+
+NCCLModel::~NCCLModel() { shutdown(false); }
+
+void NCCLModel::finalize() { shutdown(true); }
+
+void NCCLModel::shutdown(bool collective) noexcept {
+  if (collective) {
+    const auto deadline = Communicator::Clock::now() + timeout();
+    std::lock_guard lock(groups_mutex_);
+    for (auto& [ranks, comm] : groups_)
+      if (comm && comm != world_) comm->finalize(deadline);
+    if (world_) world_->finalize(deadline);
+  }
+  // Without finalize() each Communicator's destructor aborts it: local, never waits for peers.
+  watchdog_.reset();
+  {
+    std::lock_guard lock(groups_mutex_);
+    groups_.clear();
+  }
+  world_.reset();
+  pinned_.reset();
+  store_.reset();
+  env_guard_.reset();
+}
+
+std::optional<int> NCCLModel::group_rank(const Group& group) {
+  if (group.is_world()) return layout_.rank;
+  const std::vector<int> ranks = normalize_group(group);
+  const auto it = std::find(ranks.begin(), ranks.end(), layout_.rank);
+  const bool member = it != ranks.end();
+  {
+    std::lock_guard lock(groups_mutex_);
+    if (!groups_.contains(ranks)) {
+      std::shared_ptr<Communicator> comm = create_group_comm(ranks, member);
+      if (comm && comm != world_) watchdog_->watch(comm);
+      groups_.emplace(ranks, std::move(comm));
+    }
+  }
+  if (!member) return std::nullopt;
+  return int(it - ranks.begin());
+}
+
+std::shared_ptr<Communicator> NCCLModel::create_group_comm(const std::vector<int>& ranks, bool member) {
+  if (int(ranks.size()) == layout_.world_size) return world_;  // the world under another name
+  Communicator::Info info{Group(ranks).str(), layout_.rank, device_};
+  if (use_split_) return Communicator::split(*world_, member, layout_.rank, std::move(info), timeout());
+  if (!member) return nullptr;
+  const int position = int(std::find(ranks.begin(), ranks.end(), layout_.rank) - ranks.begin());
+  const UniqueIdBytes id = store_ ? exchange_unique_id(*store_, group_scope(ranks), layout_.rank, ranks.front(),
+                                                       generate_unique_id, timeout())
+                                  : generate_unique_id();
+  return Communicator::init_rank(id, int(ranks.size()), position, std::move(info), timeout());
+}
+
+std::shared_ptr<Communicator> NCCLModel::comm_for(const Group& group, std::string_view op) {
+  if (group.is_world()) return world_;
+  if (!group_rank(group))
+    throw ValueError(std::string(op) + ": rank " + std::to_string(layout_.rank) + " is not a member of group " + group.str());
+  std::lock_guard lock(groups_mutex_);
+  return groups_.at(normalize_group(group));
+}
+
+Device NCCLModel::placement(std::string_view op, std::string_view arg, const void* data, std::size_t bytes,
+                            const Device& dev) const {
+  check_buffer_device(op, arg, dev, device());
+  if (dev.type != DeviceType::CUDA || bytes == 0) return dev;
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, data) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return Device{};  // not known to CUDA: ordinary host memory
+  }
+  switch (attr.type) {
+    case cudaMemoryTypeDevice:
+      if (attr.device != device_)
+        throw ValueError(std::string(op) + ": " + std::string(arg) + " is memory of cuda:" + std::to_string(attr.device) +
+                         " but this rank's device is cuda:" + std::to_string(device_) +
+                         "; the nccl backend communicates memory of the rank's own device (idist::device())");
+      return dev;
+    case cudaMemoryTypeManaged: return dev;
+    default: return Device{};  // pageable or page-locked host memory: staged through the device
+  }
+}
+
+OpContext NCCLModel::op_context() const { return OpContext{pinned_, watchdog_.get(), timeout(), stream_ordered_alloc_}; }
+
+Work NCCLModel::all_reduce(Buffer data, ReduceOp op, const Group& group) {
+  const ReducePlan plan = plan_all_reduce(data.dtype, op);
+  data.device = placement("all_reduce", "data", data.data, data.bytes(), data.device);
+  std::shared_ptr<Communicator> comm = comm_for(group, "all_reduce");
+  if (data.count == 0) return Work{};
+  Op o("all_reduce", comm, op_context());
+  void* d = o.inout(data);
+  if (plan.kind == ReducePlan::Kind::Native)
+    o.nccl(ncclAllReduce(d, d, data.count, plan.type, plan.op, o.handle(), o.stream()));
+  else
+    all_reduce_on_host(o, d, data.count, data.dtype, op, comm->size());
+  return o.finish();
+}
+
+Work NCCLModel::all_gather(ConstBuffer in, Buffer out, const Group& group) {
+  check_all_gather_args(in, out, group_size(group));
+  in.device = placement("all_gather", "in", in.data, in.bytes(), in.device);
+  out.device = placement("all_gather", "out", out.data, out.bytes(), out.device);
+  std::shared_ptr<Communicator> comm = comm_for(group, "all_gather");
+  if (in.count == 0) return Work{};
+  Op o("all_gather", comm, op_context());
+  const void* din = o.input(in);
+  void* dout = o.output(out);
+  // Data movement only: bytes serve every element type, int16 and bool included.
+  o.nccl(ncclAllGather(din, dout, in.bytes(), ncclUint8, o.handle(), o.stream()));
+  return o.finish();
+}
+
+Work NCCLModel::all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, const Group& group) {
+  const std::optional<int> me = group_rank(group);
+  check_all_gather_v_args(in, out, counts, group_size(group), me.value_or(-1));
+  in.device = placement("all_gather", "in", in.data, in.bytes(), in.device);
+  out.device = placement("all_gather", "out", out.data, out.bytes(), out.device);
+  std::shared_ptr<Communicator> comm = comm_for(group, "all_gather");
+  if (out.count == 0) return Work{};
+  Op o("all_gather", comm, op_context());
+  const void* din = o.input(in);
+  auto* dout = static_cast<char*>(o.output(out));
+  const std::size_t esize = dtype_size(in.dtype);
+  // One broadcast per contributing rank, fused into one NCCL launch by the group.
+  o.nccl(ncclGroupStart());
+  try {
+    std::size_t offset = 0;
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+      const std::size_t bytes = counts[r] * esize;
+      if (bytes == 0) continue;
+      const void* send = int(r) == *me ? din : dout + offset;
+      o.nccl(ncclBroadcast(send, dout + offset, bytes, ncclUint8, int(r), o.handle(), o.stream()));
+      offset += bytes;
+    }
+  } catch (...) {
+    (void)ncclGroupEnd();
+    throw;
+  }
+  o.nccl(ncclGroupEnd());
+  return o.finish();
+}
+
+Work NCCLModel::broadcast(Buffer data, int src, const Group& group) {
+  const std::vector<int> ranks = normalize_group(group);
+  const int root = root_in_group(src, ranks, group);
+  data.device = placement("broadcast", "data", data.data, data.bytes(), data.device);
+  std::shared_ptr<Communicator> comm = comm_for(group, "broadcast");
+  if (data.count == 0) return Work{};
+  Op o("broadcast", comm, op_context());
+  void* d = o.inout(data);
+  o.nccl(ncclBroadcast(d, d, data.bytes(), ncclUint8, root, o.handle(), o.stream()));
+  return o.finish();
+}
+
+Work NCCLModel::barrier(const Group& group) {
+  std::shared_ptr<Communicator> comm = comm_for(group, "barrier");
+  // A one-element all-reduce on this rank's device: completes once every rank has contributed.
+  Op o("barrier", comm, op_context());
+  o.nccl(ncclAllReduce(comm->barrier_scratch(), comm->barrier_scratch(), 1, ncclFloat32, ncclSum, o.handle(), o.stream()));
+  return o.finish();
+}
+
+std::unique_ptr<ComputationModel> create(const InitOptions& opts) { return std::make_unique<NCCLModel>(opts); }
+
+}  // namespace idist::nccl_backend

@@ -1,0 +1,75 @@
+#pragma once
+// NCCLModel: the "nccl" backend (ignite's _NativeDistModel with backend "nccl").
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "idist/computation_model.hpp"
+#include "idist/context.hpp"
+#include "nccl/communicator.hpp"
+#include "nccl/nccl_op.hpp"
+#include "nccl/nccl_rendezvous.hpp"
+#include "nccl/staging.hpp"
+#include "nccl/watchdog.hpp"
+
+namespace idist::nccl_backend {
+
+/// NCCL collectives on this rank's CUDA device (cuda:<local rank>). See docs/nccl.md for the
+/// memory and stream rules: CUDA buffers must be on that device, host buffers are staged through it,
+/// each communicator has its own stream ordered after the caller's stream by events.
+class NCCLModel final : public ComputationModel {
+ public:
+  /// Checks for a CUDA device, rendezvouses, selects cuda:<local rank> and creates the world
+  /// communicator. Collective over the world.
+  /// @throws BackendError "the nccl backend needs a CUDA device; none is visible: ..." first of all;
+  ///         ValueError for bad rank information; TimeoutError when ranks do not meet in time.
+  explicit NCCLModel(const InitOptions& opts);
+  /// Aborts the communicators if finalize() did not run (never waits for peers).
+  ~NCCLModel() override;
+
+  std::string model_name() const override { return "nccl-dist"; }
+  std::optional<std::string> backend() const override { return "nccl"; }
+  int rank() const override { return layout_.rank; }
+  int local_rank() const override { return layout_.local_rank; }
+  int world_size() const override { return layout_.world_size; }
+  int nproc_per_node() const override { return layout_.nproc_per_node; }
+  int node_rank() const override { return layout_.node_rank; }
+  int nnodes() const override { return layout_.nnodes; }
+  Device device() const override { return Device{DeviceType::CUDA, device_}; }
+
+  void finalize() override;
+  std::optional<int> group_rank(const Group& group) override;
+
+  Work all_reduce(Buffer data, ReduceOp op, const Group& group) override;
+  Work all_gather(ConstBuffer in, Buffer out, const Group& group) override;
+  Work all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, const Group& group) override;
+  Work broadcast(Buffer data, int src, const Group& group) override;
+  Work barrier(const Group& group) override;
+
+ private:
+  // The communicator of `group` (created by group_rank() on first use).
+  // @throws ValueError when this rank is not a member.
+  std::shared_ptr<Communicator> comm_for(const Group& group, std::string_view op);
+  std::shared_ptr<Communicator> create_group_comm(const std::vector<int>& ranks, bool member);
+  // Where a buffer really lives: `dev` for memory of this rank's device (or managed memory), cpu for
+  // host memory (staged), whatever the caller marked it as. ValueError for another device's memory.
+  Device placement(std::string_view op, std::string_view arg, const void* data, std::size_t bytes,
+                   const Device& dev) const;
+  OpContext op_context() const;
+  void shutdown(bool collective) noexcept;
+
+  WorldLayout layout_;
+  int device_ = 0;
+  bool stream_ordered_alloc_ = true;
+  bool use_split_ = kHaveCommSplit;
+  std::shared_ptr<KeyValueStore> store_;
+  std::shared_ptr<void> env_guard_;
+  std::shared_ptr<PinnedPool> pinned_;
+  std::shared_ptr<Communicator> world_;
+  std::mutex groups_mutex_;
+  std::map<std::vector<int>, std::shared_ptr<Communicator>> groups_;  // null: this rank is not a member
+  std::unique_ptr<Watchdog> watchdog_;  // last: stopped first
+};
+
+}  // namespace idist::nccl_backend

@@ -1,0 +1,37 @@
+#pragma once
+// Where the nccl backend's ranks meet: rank discovery and the key-value store the unique ids travel
+// through (idist's rendezvous store, src/store and src/rendezvous), behind a small interface.
+#include <memory>
+
+#include "idist/context.hpp"
+#include "nccl/unique_id.hpp"
+
+namespace idist::nccl_backend {
+
+/// This process's place in the world.
+struct WorldLayout {
+  int rank = 0;
+  int local_rank = 0;
+  int world_size = 1;
+  int nproc_per_node = 1;
+  int node_rank = 0;
+  int nnodes = 1;
+};
+
+/// What the rendezvous produced. `store` is null for a world of one process (nothing to exchange);
+/// `env_guard` restores the environment variables it exported (RANK, LOCAL_RANK, WORLD_SIZE,
+/// MASTER_ADDR, MASTER_PORT, as ignite's native model does) when destroyed.
+struct Rendezvous {
+  WorldLayout layout;
+  std::shared_ptr<KeyValueStore> store;
+  std::shared_ptr<void> env_guard;
+};
+
+/// Discovers ranks from `opts` and the environment (the contract's order: options, SLURM, torchrun
+/// variables, Open MPI, PMI), opens the store of opts.init_method when the world has more than one
+/// process, and completes the node layout through it. Collective over the world.
+/// @throws ValueError for inconsistent rank information; TimeoutError when ranks do not meet within
+///         opts.timeout; BackendError when this build has no store and the world is larger than one.
+Rendezvous rendezvous(const InitOptions& opts);
+
+}  // namespace idist::nccl_backend

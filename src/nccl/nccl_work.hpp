@@ -1,0 +1,61 @@
+#pragma once
+// The state of one issued collective and the Work implementation handed to the caller.
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "idist/work.hpp"
+#include "nccl/communicator.hpp"
+
+namespace idist::nccl_backend {
+
+/// One collective enqueued on a communicator's stream. Shared by its Work and the watchdog, so that
+/// its staging memory lives until the stream is past it even when the caller drops the Work.
+/// Never destroyed in a CUDA callback (it calls CUDA in its destructor).
+struct OpState {
+  using Clock = std::chrono::steady_clock;
+
+  std::string name;                       ///< "all_reduce", ...
+  std::shared_ptr<Communicator> comm;     ///< keeps the communicator and its stream alive
+  cudaEvent_t end = nullptr;              ///< recorded on the communication stream after the op
+  Clock::time_point start;                ///< when it was issued
+  Clock::time_point deadline;             ///< start + the initialize() timeout; the watchdog aborts past it
+  std::vector<std::shared_ptr<void>> keep_alive;    ///< pinned blocks, device scratch
+  std::vector<std::function<void()>> on_complete;   ///< copies from pinned blocks into host buffers
+
+  OpState() = default;
+  OpState(const OpState&) = delete;
+  OpState& operator=(const OpState&) = delete;
+  ~OpState();
+
+  /// True once `end` has fired. @throws BackendError when CUDA reports an error instead.
+  bool event_done() const;
+  /// Runs on_complete once (after event_done()) and releases the staging memory.
+  void complete();
+
+ private:
+  std::mutex mutex_;
+  bool completed_ = false;
+};
+
+/// Work of an nccl collective. wait_until() polls the end event (so that the timeout holds), then
+/// makes the caller's current stream wait for it and copies host results out of their staging.
+class NcclWork final : public detail::WorkImpl {
+ public:
+  explicit NcclWork(std::shared_ptr<OpState> state) : state_(std::move(state)) {}
+  /// True once the collective finished or its communicator was aborted.
+  bool test() override;
+  /// @throws the communicator's failure (TimeoutError / BackendError from the watchdog) when it was
+  ///         aborted before the collective finished.
+  bool wait_until(std::chrono::steady_clock::time_point deadline) override;
+
+ private:
+  std::shared_ptr<OpState> state_;
+};
+
+}  // namespace idist::nccl_backend

@@ -1,0 +1,106 @@
+#include "nccl/watchdog.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+
+#include "idist/error.hpp"
+#include "nccl/cuda_error.hpp"
+
+namespace idist::nccl_backend {
+
+Watchdog::Watchdog(int device, std::chrono::milliseconds interval)
+    : device_(device), interval_(interval), thread_([this](std::stop_token st) { run(st); }) {}
+
+Watchdog::~Watchdog() {
+  thread_.request_stop();
+  wake_.notify_all();
+}
+
+void Watchdog::watch(const std::shared_ptr<Communicator>& comm) {
+  std::lock_guard lock(mutex_);
+  comms_.push_back(comm);
+}
+
+void Watchdog::track(std::shared_ptr<OpState> op) {
+  std::lock_guard lock(mutex_);
+  ops_.push_back(std::move(op));
+}
+
+std::size_t Watchdog::pending() const {
+  std::lock_guard lock(mutex_);
+  return ops_.size();
+}
+
+void Watchdog::run(std::stop_token stop) {
+  (void)cudaSetDevice(device_);
+  std::unique_lock lock(mutex_);
+  while (!stop.stop_requested()) {
+    wake_.wait_for(lock, stop, interval_, [] { return false; });
+    if (stop.stop_requested()) break;
+    lock.unlock();
+    poll_once();
+    lock.lock();
+  }
+}
+
+void Watchdog::poll_once() {
+  std::vector<std::shared_ptr<Communicator>> comms;
+  std::vector<std::shared_ptr<OpState>> ops;
+  {
+    std::lock_guard lock(mutex_);
+    std::erase_if(comms_, [](const std::weak_ptr<Communicator>& w) { return w.expired(); });
+    for (const auto& w : comms_)
+      if (auto c = w.lock()) comms.push_back(std::move(c));
+    ops = ops_;
+  }
+
+  for (const auto& c : comms) {
+    if (c->aborted()) continue;
+    const ncclResult_t state = c->async_error();
+    if (state == ncclSuccess || state == ncclInProgress) continue;
+    c->abort(std::make_exception_ptr(BackendError(
+        "nccl: the " + c->info().name + " communicator on rank " + std::to_string(c->info().world_rank) +
+        " reported an asynchronous error: " + nccl_error_text(state, nullptr) +
+        "; it was aborted (a peer may have died or the network failed). Call idist::finalize().")));
+  }
+
+  const auto now = OpState::Clock::now();
+  std::vector<OpState*> finished;
+  for (const auto& op : ops) {
+    bool done = false;
+    try {
+      done = op->event_done();
+    } catch (const Error&) {
+      op->comm->abort(std::current_exception());
+      done = true;
+    }
+    if (done || op->comm->aborted()) {
+      finished.push_back(op.get());
+      continue;
+    }
+    if (now >= op->deadline) {
+      const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(now - op->start).count();
+      const auto limit = std::chrono::duration_cast<std::chrono::milliseconds>(op->deadline - op->start).count();
+      op->comm->abort(std::make_exception_ptr(TimeoutError(
+          op->name + " on rank " + std::to_string(op->comm->info().world_rank) + " (nccl, communicator " +
+          op->comm->info().name + ") did not complete within " + std::to_string(limit) + " ms (elapsed " +
+          std::to_string(elapsed) + " ms since it was issued); the communicator was aborted. A peer may have died, "
+          "hung, or issued a different collective.")));
+      finished.push_back(op.get());
+    }
+  }
+  if (finished.empty()) return;
+  std::vector<std::shared_ptr<OpState>> dropped;  // destroyed outside the lock (CUDA calls)
+  {
+    std::lock_guard lock(mutex_);
+    auto it = std::stable_partition(ops_.begin(), ops_.end(), [&](const std::shared_ptr<OpState>& op) {
+      return std::find(finished.begin(), finished.end(), op.get()) == finished.end();
+    });
+    dropped.assign(std::make_move_iterator(it), std::make_move_iterator(ops_.end()));
+    ops_.erase(it, ops_.end());
+  }
+}
+
+}  // namespace idist::nccl_backend

@@ -1,0 +1,109 @@
+// The host fallback's reduction of all-gathered rows (no GPU needed).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "idist/error.hpp"
+#include "nccl/host_reduce.hpp"
+
+namespace idist::nccl_backend {
+namespace {
+
+// rows[r][i] laid out back to back, as ncclAllGather leaves them.
+template <class T>
+std::vector<T> flatten(const std::vector<std::vector<T>>& rows) {
+  std::vector<T> flat;
+  for (const auto& r : rows) flat.insert(flat.end(), r.begin(), r.end());
+  return flat;
+}
+
+template <class T>
+std::vector<T> reduce(const std::vector<std::vector<T>>& rows, ReduceOp op) {
+  const std::vector<T> flat = flatten(rows);
+  std::vector<T> out(rows.front().size());
+  reduce_rows(out.data(), flat.data(), out.size(), int(rows.size()), dtype_of<T>, op);
+  return out;
+}
+
+TEST(HostReduce, Int32ArithmeticPerElementAcrossRanks) {
+  const std::vector<std::vector<std::int32_t>> rows = {{1, -4, 7}, {3, 5, -2}, {6, 2, 0}};
+  EXPECT_EQ(reduce(rows, ReduceOp::Sum), (std::vector<std::int32_t>{1 + 3 + 6, -4 + 5 + 2, 7 - 2 + 0}));
+  EXPECT_EQ(reduce(rows, ReduceOp::Product), (std::vector<std::int32_t>{1 * 3 * 6, -4 * 5 * 2, 0}));
+  EXPECT_EQ(reduce(rows, ReduceOp::Min), (std::vector<std::int32_t>{1, -4, -2}));
+  EXPECT_EQ(reduce(rows, ReduceOp::Max), (std::vector<std::int32_t>{6, 5, 7}));
+}
+
+TEST(HostReduce, BitwiseAndOrOnIntegersAreNotMinMax) {
+  // 2 & 1 == 0 while min(2, 1) == 1: the reason NCCL's Min cannot stand in for And.
+  const std::vector<std::vector<std::uint8_t>> rows = {{0b0110, 0b0010, 0xff}, {0b0011, 0b0001, 0x0f}};
+  EXPECT_EQ(reduce(rows, ReduceOp::And), (std::vector<std::uint8_t>{0b0010, 0, 0x0f}));
+  EXPECT_EQ(reduce(rows, ReduceOp::Or), (std::vector<std::uint8_t>{0b0111, 0b0011, 0xff}));
+  const std::vector<std::vector<std::int64_t>> wide = {{-1, std::int64_t(1) << 40}, {0x0f0f, (std::int64_t(1) << 40) | 3}};
+  EXPECT_EQ(reduce(wide, ReduceOp::And), (std::vector<std::int64_t>{0x0f0f, std::int64_t(1) << 40}));
+  EXPECT_EQ(reduce(wide, ReduceOp::Or), (std::vector<std::int64_t>{-1, (std::int64_t(1) << 40) | 3}));
+}
+
+TEST(HostReduce, Int16AllOps) {
+  const std::vector<std::vector<std::int16_t>> rows = {{300, -7}, {-100, 12}, {5, 3}};
+  EXPECT_EQ(reduce(rows, ReduceOp::Sum), (std::vector<std::int16_t>{205, 8}));
+  EXPECT_EQ(reduce(rows, ReduceOp::Product), (std::vector<std::int16_t>{std::int16_t(300 * -100 * 5), -7 * 12 * 3}));
+  EXPECT_EQ(reduce(rows, ReduceOp::Min), (std::vector<std::int16_t>{-100, -7}));
+  EXPECT_EQ(reduce(rows, ReduceOp::Max), (std::vector<std::int16_t>{300, 12}));
+  EXPECT_EQ(reduce(rows, ReduceOp::And), (std::vector<std::int16_t>{std::int16_t(300 & -100 & 5), std::int16_t(-7 & 12 & 3)}));
+  EXPECT_EQ(reduce(rows, ReduceOp::Or), (std::vector<std::int16_t>{std::int16_t(300 | -100 | 5), std::int16_t(-7 | 12 | 3)}));
+}
+
+TEST(HostReduce, IntegerOverflowWrapsAround) {
+  const std::vector<std::vector<std::int8_t>> rows = {{100, -100}, {100, -100}};
+  EXPECT_EQ(reduce(rows, ReduceOp::Sum), (std::vector<std::int8_t>{-56, 56}));  // 200 - 256, -200 + 256
+  const std::vector<std::vector<std::int32_t>> big = {{std::numeric_limits<std::int32_t>::max()}, {1}};
+  EXPECT_EQ(reduce(big, ReduceOp::Sum), (std::vector<std::int32_t>{std::numeric_limits<std::int32_t>::min()}));
+}
+
+TEST(HostReduce, BoolIsLogical) {
+  const std::vector<std::vector<std::uint8_t>> rows = {{1, 0, 1, 0}, {1, 0, 0, 1}};
+  const std::vector<std::uint8_t> flat = flatten(rows);
+  std::vector<std::uint8_t> out(4);
+  for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Or}) {
+    reduce_rows(out.data(), flat.data(), 4, 2, DType::Bool, op);
+    EXPECT_EQ(out, (std::vector<std::uint8_t>{1, 0, 1, 1})) << to_string(op);
+  }
+  for (ReduceOp op : {ReduceOp::Product, ReduceOp::Min, ReduceOp::And}) {
+    reduce_rows(out.data(), flat.data(), 4, 2, DType::Bool, op);
+    EXPECT_EQ(out, (std::vector<std::uint8_t>{1, 0, 0, 0})) << to_string(op);
+  }
+}
+
+TEST(HostReduce, HalfAndBFloat16AccumulateInFloat) {
+  const std::vector<std::vector<Half>> h = {{Half(1.5f), Half(-2.0f)}, {Half(0.25f), Half(8.0f)}};
+  const std::vector<Half> hs = reduce(h, ReduceOp::Sum);
+  EXPECT_EQ(float(hs[0]), 1.75f);
+  EXPECT_EQ(float(hs[1]), 6.0f);
+  const std::vector<std::vector<BFloat16>> b = {{BFloat16(3.0f)}, {BFloat16(-0.5f)}, {BFloat16(2.0f)}};
+  EXPECT_EQ(float(reduce(b, ReduceOp::Product)[0]), -3.0f);
+  EXPECT_EQ(float(reduce(b, ReduceOp::Min)[0]), -0.5f);
+}
+
+TEST(HostReduce, OutputMayAliasTheFirstRow) {
+  std::vector<double> flat = {1.0, 2.0, 10.0, 20.0};
+  reduce_rows(flat.data(), flat.data(), 2, 2, DType::Float64, ReduceOp::Sum);
+  EXPECT_EQ(flat[0], 11.0);
+  EXPECT_EQ(flat[1], 22.0);
+}
+
+TEST(HostReduce, OneRankIsTheIdentity) {
+  const std::vector<std::vector<std::int64_t>> rows = {{5, -9, 0}};
+  for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Product, ReduceOp::And, ReduceOp::Or})
+    EXPECT_EQ(reduce(rows, op), rows[0]) << to_string(op);
+}
+
+TEST(HostReduce, BitwiseOnFloatsIsAValueError) {
+  const std::vector<float> rows = {1.0f, 2.0f};
+  float out = 0;
+  EXPECT_THROW(reduce_rows(&out, rows.data(), 1, 2, DType::Float32, ReduceOp::And), ValueError);
+}
+
+}  // namespace
+}  // namespace idist::nccl_backend
