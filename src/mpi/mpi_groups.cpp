@@ -37,6 +37,7 @@ const GroupComm& GroupCache::get_or_create(const std::vector<int>& ranks, const 
 
 void GroupCache::release() noexcept {
   std::lock_guard lock(mutex_);
+  MpiCallGuard guard;  // taken after mutex_, as in get_or_create
   for (auto& [ranks, g] : by_sorted_)
     if (g.comm != MPI_COMM_NULL) MPI_Comm_free(&g.comm);
   by_given_.clear();

@@ -86,7 +86,7 @@ void NativeMPIModel::finalize() {
   int mpi_finalized = 0;
   MPI_Finalized(&mpi_finalized);
   if (mpi_finalized) return;  // the program finalized MPI itself: its handles are gone already
-  groups_.release();
+  groups_.release();  // takes the MPI call lock itself
   MpiCallGuard guard;
   types_.release();
   MPI_Comm_free(&world_);

@@ -27,8 +27,9 @@ class MpiWork final : public detail::WorkImpl {
   /// One MPI_Test (or MPI_Testall); true once complete or failed.
   bool test() override;
 
-  /// Polls until completion or `deadline`: spins for a few microseconds (small collectives finish
-  /// that fast), then yields the CPU, then sleeps with a pause growing to 1 ms.
+  /// Polls until completion or `deadline`: spins for some tens of microseconds (small collectives
+  /// finish that fast), then yields the CPU for up to a millisecond, then sleeps with a pause growing
+  /// from 5 us to 1 ms. The deadline is honoured to within the spin phase plus one pause.
   /// @return false when `deadline` passed first.
   /// @throws BackendError naming the MPI function, rank and MPI's error text when MPI failed.
   bool wait_until(std::chrono::steady_clock::time_point deadline) override;
