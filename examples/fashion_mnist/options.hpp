@@ -1,0 +1,32 @@
+#pragma once
+// Command-line options of the fashion_mnist example (parsed with CLI11).
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace fashion_mnist {
+
+/// Where the Debian package dataset-fashion-mnist installs the data.
+inline constexpr const char* kDefaultDataDir = "/usr/share/datasets/fashion-mnist";
+
+/// Everything the command line sets.
+struct Options {
+  std::string backend = "serial";          ///< "serial", "mpi" or "gloo"
+  int epochs = 1;                          ///< training epochs, >= 1
+  std::int64_t batch_size = 64;            ///< global batch size (all ranks together), >= 1
+  double lr = 0.05;                        ///< SGD learning rate
+  double momentum = 0.9;                   ///< SGD momentum
+  std::uint32_t limit = 0;                 ///< train on the first `limit` images only; 0 = all 60 000
+  std::string data_dir = kDefaultDataDir;  ///< folder of the four IDX gzip files
+  std::uint64_t seed = 0;                  ///< seeds the weights and the shuffling
+  int num_workers = 0;                     ///< data-loader worker threads (global, scaled per rank by ignite's rule)
+  double log_every = 5.0;                  ///< seconds between progress lines
+  double timeout = 600.0;                  ///< seconds any collective may wait before failing
+  std::optional<int> nproc_per_node;       ///< spawn this many workers (gloo launcher); unset = launched externally
+};
+
+/// Parses argv into `out`. Returns std::nullopt when the program should go on, or the exit code
+/// to return (0 after --help, non-zero after a bad argument, which is reported on stderr).
+std::optional<int> parse_options(int argc, char** argv, Options& out);
+
+}  // namespace fashion_mnist
