@@ -1,7 +1,11 @@
 // The registry's entry points for the mpi backend: create (initialize("mpi")) and adopt (sync()).
 #include <mpi.h>
 
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
 #include <memory>
+#include <string>
 
 #include "core/backend_factories.hpp"
 #include "idist/error.hpp"
@@ -9,6 +13,16 @@
 #include "mpi/mpi_model.hpp"
 
 namespace idist::mpi_backend {
+
+std::size_t max_count_from_env() {
+  const char* s = std::getenv("IDIST_MPI_MAX_COUNT");
+  if (!s || !*s) return std::size_t(INT_MAX);
+  char* end = nullptr;
+  const long long v = std::strtoll(s, &end, 10);
+  if (*end != '\0' || v < 1)
+    throw ValueError("IDIST_MPI_MAX_COUNT should be a positive integer, but given '" + std::string(s) + "'");
+  return std::size_t(std::min<long long>(v, INT_MAX));
+}
 
 std::unique_ptr<ComputationModel> create(const InitOptions& opts) {
   int initialized = 0;
@@ -19,6 +33,7 @@ std::unique_ptr<ComputationModel> create(const InitOptions& opts) {
     throw BackendError(
         "initialize(\"mpi\"): MPI was already finalized in this process and cannot be initialized again (MPI allows "
         "one MPI_Init per process); initialize the mpi backend once per program");
+  const std::size_t max_count = max_count_from_env();  // bad input fails before MPI starts
   int provided = MPI_THREAD_SINGLE;
   bool owns = false;
   if (initialized) {
@@ -30,7 +45,7 @@ std::unique_ptr<ComputationModel> create(const InitOptions& opts) {
     check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread", -1);
     owns = true;
   }
-  return std::make_unique<NativeMPIModel>(opts.timeout, owns, provided);
+  return std::make_unique<NativeMPIModel>(opts.timeout, owns, provided, max_count);
 }
 
 std::unique_ptr<ComputationModel> adopt() {
@@ -43,7 +58,7 @@ std::unique_ptr<ComputationModel> adopt() {
   if (finalized) return nullptr;
   int provided = MPI_THREAD_SINGLE;
   MPI_Query_thread(&provided);
-  return std::make_unique<NativeMPIModel>(InitOptions{}.timeout, /*owns_mpi=*/false, provided);
+  return std::make_unique<NativeMPIModel>(InitOptions{}.timeout, /*owns_mpi=*/false, provided, max_count_from_env());
 }
 
 }  // namespace idist::mpi_backend

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <numeric>
@@ -19,18 +18,6 @@
 namespace idist::mpi_backend {
 
 namespace {
-
-// IDIST_MPI_MAX_COUNT lowers the largest element count idist passes to one MPI call (default and
-// ceiling INT_MAX, the limit of MPI-3's int counts). A testing knob: it makes the chunked paths
-// for huge buffers run on small ones.
-std::size_t max_count_from_env() {
-  const char* s = std::getenv("IDIST_MPI_MAX_COUNT");
-  if (!s || !*s) return std::size_t(INT_MAX);
-  char* end = nullptr;
-  const long long v = std::strtoll(s, &end, 10);
-  if (*end != '\0' || v < 1) throw ValueError("IDIST_MPI_MAX_COUNT should be a positive integer, but given '" + std::string(s) + "'");
-  return std::size_t(std::min<long long>(v, INT_MAX));
-}
 
 void require_host(const Device& device, const char* fn, const char* arg) {
   if (device.type != DeviceType::CPU) [[unlikely]]
@@ -50,8 +37,8 @@ std::byte* at(void* base, std::size_t elements, std::size_t esize) {
 
 }  // namespace
 
-NativeMPIModel::NativeMPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_level)
-    : ComputationModel(timeout), owns_mpi_(owns_mpi), thread_level_(thread_level), max_count_(max_count_from_env()) {
+NativeMPIModel::NativeMPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_level, std::size_t max_count)
+    : ComputationModel(timeout), owns_mpi_(owns_mpi), thread_level_(thread_level), max_count_(max_count) {
   serialize_mpi_calls = thread_level < MPI_THREAD_MULTIPLE;
   {
     MpiCallGuard guard;

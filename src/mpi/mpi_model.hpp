@@ -13,6 +13,12 @@
 
 namespace idist::mpi_backend {
 
+/// The largest element count idist passes to one MPI call: INT_MAX (the limit of MPI-3's int
+/// counts), or less when the environment variable IDIST_MPI_MAX_COUNT says so. That variable is a
+/// testing knob: it makes the chunked paths for huge buffers run on small ones.
+/// @throws ValueError when IDIST_MPI_MAX_COUNT is set but not a positive integer.
+std::size_t max_count_from_env();
+
 /// The mpi computation model: collectives are non-blocking MPI collectives (MPI_Iallreduce,
 /// MPI_Iallgather(v), MPI_Ibcast, MPI_Ibarrier) on a duplicate of MPI_COMM_WORLD, so idist's traffic
 /// never matches the program's own MPI messages. Every communicator idist makes returns errors
@@ -32,8 +38,10 @@ class NativeMPIModel final : public ComputationModel {
   /// @param timeout bound of every wait (see ComputationModel::timeout()).
   /// @param owns_mpi true when idist called MPI_Init_thread, so finalize() must call MPI_Finalize.
   /// @param thread_level what MPI provided; below MPI_THREAD_MULTIPLE idist serialises its MPI calls.
+  /// @param max_count largest element count passed to one MPI call, at most INT_MAX (see
+  ///        max_count_from_env()); larger buffers are split.
   /// @throws BackendError when an MPI call fails.
-  NativeMPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_level);
+  NativeMPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_level, std::size_t max_count);
   /// Makes no MPI call (finalize() does the collective teardown).
   ~NativeMPIModel() override = default;
 
