@@ -106,8 +106,12 @@ void check_spawn_options(std::string_view backend, const SpawnOptions& opts);
 /// exits. Returns when all exited successfully. @throws ValueError, SpawnError.
 void spawn_workers(std::string_view backend, const std::function<void(int)>& task, const SpawnOptions& opts);
 
-template <class T>
-using is_spawn_options = std::is_same<std::remove_cvref_t<T>, SpawnOptions>;
+/// True when the last type of Args is SpawnOptions (false for an empty pack).
+template <class... Args>
+struct last_is_spawn_options : std::false_type {};
+template <class First, class... Rest>
+struct last_is_spawn_options<First, Rest...>
+    : std::is_same<std::remove_cvref_t<std::tuple_element_t<sizeof...(Rest), std::tuple<First, Rest...>>>, SpawnOptions> {};
 
 template <class Fn, class Tuple, std::size_t... I>
 void spawn_with(std::string_view backend, Fn& fn, Tuple& args, const SpawnOptions& opts, std::index_sequence<I...>) {
@@ -139,8 +143,7 @@ void spawn_with(std::string_view backend, Fn& fn, Tuple& args, const SpawnOption
 template <class Fn, class... Args>
 void spawn(std::string_view backend, Fn&& fn, Args&&... args) {
   auto all = std::forward_as_tuple(std::forward<Args>(args)...);
-  if constexpr (sizeof...(Args) > 0 &&
-                detail::is_spawn_options<std::tuple_element_t<sizeof...(Args) - 1, std::tuple<Args...>>>::value) {
+  if constexpr (detail::last_is_spawn_options<Args...>::value) {
     const SpawnOptions opts = std::get<sizeof...(Args) - 1>(all);
     detail::spawn_with(backend, fn, all, opts, std::make_index_sequence<sizeof...(Args) - 1>{});
   } else {

@@ -1,11 +1,23 @@
 // gtest main for multi-rank tests: initializes the backend named by IDIST_TEST_BACKEND with a short
 // timeout (so a broken test fails instead of hanging), runs the tests on every rank, finalizes.
 // Rank 0 prints the full report; other ranks print only their failures, prefixed with their rank.
+//
+// Launch modes:
+// - the binary was started once per rank (mpirun, a torchrun-style launcher): each process
+//   initializes the backend itself, ranks from the environment;
+// - IDIST_TEST_SPAWN=N (gloo, nccl): the binary is started once and runs its tests in N workers
+//   started by idist::spawn; it exits non-zero when a worker fails or any rank has a failed test.
+// IDIST_TEST_INIT_METHOD overrides the init method ("env://" by default); in it, "{port}" becomes a
+// free TCP port and "{tmpdir}" a fresh temporary directory.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "idist/idist.hpp"
 #include "support/multirank.hpp"
@@ -18,6 +30,8 @@ std::string backend_under_test() {
 }
 
 namespace {
+
+constexpr std::chrono::seconds kTestTimeout{60};
 
 // Prints failed assertions of a non-zero rank, so that they are not lost when only rank 0 reports.
 class RankFailurePrinter : public ::testing::EmptyTestEventListener {
@@ -33,6 +47,68 @@ class RankFailurePrinter : public ::testing::EmptyTestEventListener {
   int rank_;
 };
 
+// Runs the tests on this (already initialized) rank; only rank 0 keeps gtest's full report.
+int run_tests_on_this_rank() {
+  const int rank = idist::get_rank();
+  if (rank != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new RankFailurePrinter(rank));
+  }
+  return RUN_ALL_TESTS();
+}
+
+// A TCP port that was free a moment ago (bound to port 0 and released); the rendezvous server binds
+// it shortly after, so a collision with another process is unlikely, not impossible.
+int free_tcp_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  int port = 0;
+  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    port = ntohs(addr.sin_port);
+  if (fd >= 0) ::close(fd);
+  return port;
+}
+
+void replace_all(std::string& s, const std::string& from, const std::string& to) {
+  for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+}
+
+// IDIST_TEST_INIT_METHOD with its placeholders filled, or "env://".
+std::string init_method_under_test() {
+  const char* m = std::getenv("IDIST_TEST_INIT_METHOD");
+  std::string method = m && *m ? m : "env://";
+  if (method.find("{port}") != std::string::npos) replace_all(method, "{port}", std::to_string(free_tcp_port()));
+  if (method.find("{tmpdir}") != std::string::npos) {
+    char dir[] = "/tmp/idist-test-XXXXXX";
+    if (!::mkdtemp(dir)) std::perror("mkdtemp");
+    replace_all(method, "{tmpdir}", dir);
+  }
+  return method;
+}
+
+int spawn_and_run(const std::string& backend, int nproc) {
+  idist::SpawnOptions opts;
+  opts.nproc_per_node = nproc;
+  opts.master_port = free_tcp_port();
+  opts.init_method = init_method_under_test();
+  opts.timeout = kTestTimeout;
+  try {
+    idist::spawn(backend, [](int) {
+      if (run_tests_on_this_rank() != 0)
+        throw idist::Error("rank " + std::to_string(idist::get_rank()) + " had failed tests");
+    }, opts);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 }  // namespace idist::test
@@ -40,18 +116,21 @@ class RankFailurePrinter : public ::testing::EmptyTestEventListener {
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   const std::string backend = idist::test::backend_under_test();
+  if (const char* n = std::getenv("IDIST_TEST_SPAWN"); n && *n && backend != "serial") {
+#if __has_include("idist/launcher.hpp") && (IDIST_HAVE_GLOO || IDIST_HAVE_NCCL)
+    return idist::test::spawn_and_run(backend, std::atoi(n));
+#else
+    std::fprintf(stderr, "IDIST_TEST_SPAWN needs the launcher (a gloo or nccl build)\n");
+    return 1;
+#endif
+  }
   if (backend != "serial") {
     idist::InitOptions opts;
-    opts.timeout = std::chrono::seconds(60);
+    opts.timeout = idist::test::kTestTimeout;
+    opts.init_method = idist::test::init_method_under_test();
     idist::initialize(backend, opts);
   }
-  const int rank = idist::get_rank();
-  if (rank != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-    listeners.Append(new idist::test::RankFailurePrinter(rank));
-  }
-  const int rc = RUN_ALL_TESTS();
+  const int rc = idist::test::run_tests_on_this_rank();
   idist::finalize();
   return rc;
 }

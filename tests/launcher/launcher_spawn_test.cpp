@@ -1,0 +1,231 @@
+// spawn() and Parallel with real worker processes: ranks, environment, arguments, thread budget,
+// Parallel inside a torchrun-style environment, and ignite's 2-node emulation on one machine.
+// Workers check their own state and throw on a mismatch (spawn then fails with the worker's rank and
+// message); what the test process must see is written to files in a scratch directory.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "idist/idist.hpp"
+#include "launcher/process_helpers.hpp"
+
+namespace {
+
+using idist::test::free_tcp_port;
+using idist::test::read_text;
+using idist::test::require;
+using idist::test::ScratchDir;
+using idist::test::write_text;
+
+constexpr auto kTimeout = std::chrono::seconds(30);
+
+idist::SpawnOptions options(int nproc) {
+  idist::SpawnOptions o;
+  o.nproc_per_node = nproc;
+  o.master_port = free_tcp_port();
+  o.timeout = kTimeout;
+  return o;
+}
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v ? v : fallback;
+}
+
+// Checks a worker's view of a world of `world` ranks, `nproc` per node.
+void check_worker(int local_rank, int world, int nproc) {
+  const int rank = idist::get_rank();
+  const std::string who = "rank " + std::to_string(rank) + ": ";
+  require(idist::backend() == std::optional<std::string>("gloo"), who + "backend is not gloo");
+  require(idist::model_name() == "gloo-dist", who + "model_name is " + idist::model_name());
+  require(idist::get_world_size() == world, who + "world size " + std::to_string(idist::get_world_size()));
+  require(idist::get_local_rank() == local_rank, who + "local rank " + std::to_string(idist::get_local_rank()) +
+                                                     " but fn got " + std::to_string(local_rank));
+  require(idist::get_nproc_per_node() == nproc, who + "nproc_per_node " + std::to_string(idist::get_nproc_per_node()));
+  require(idist::get_nnodes() == world / nproc, who + "nnodes " + std::to_string(idist::get_nnodes()));
+  require(idist::get_node_rank() == rank / nproc, who + "node rank " + std::to_string(idist::get_node_rank()));
+  require(env_or("RANK", "") == std::to_string(rank), who + "RANK=" + env_or("RANK", "<unset>"));
+  require(env_or("LOCAL_RANK", "") == std::to_string(local_rank), who + "LOCAL_RANK=" + env_or("LOCAL_RANK", "<unset>"));
+  require(env_or("WORLD_SIZE", "") == std::to_string(world), who + "WORLD_SIZE=" + env_or("WORLD_SIZE", "<unset>"));
+  const int sum = idist::all_reduce(rank);
+  require(sum == world * (world - 1) / 2, who + "all_reduce of ranks gave " + std::to_string(sum));
+}
+
+TEST(Spawn, EveryWorkerGetsItsRankAndTheArguments) {
+  ScratchDir dir;
+  const std::string tag = "cfg-42";
+  idist::spawn("gloo", [](int local_rank, const std::string& out, const std::string& t, int n) {
+    check_worker(local_rank, 3, 3);
+    write_text(out + "/rank" + std::to_string(idist::get_rank()), t + ":" + std::to_string(n));
+  }, dir.path(), tag, 7, options(3));
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(read_text(dir.file("rank" + std::to_string(r))), "cfg-42:7") << "rank " << r;
+  EXPECT_TRUE(idist::test::no_children_left());
+  EXPECT_FALSE(idist::backend().has_value()) << "the launching process must stay serial";
+}
+
+TEST(Spawn, DefaultsToOneWorker) {
+  ScratchDir dir;
+  idist::spawn("gloo", [](int local_rank, const std::string& out) {
+    check_worker(local_rank, 1, 1);
+    write_text(out + "/ran", "yes");
+  }, dir.path(), idist::SpawnOptions{.master_port = free_tcp_port(), .timeout = kTimeout});
+  EXPECT_EQ(read_text(dir.file("ran")), "yes");
+}
+
+TEST(Spawn, MoveOnlyArgumentsReachEveryWorker) {
+  ScratchDir dir;
+  auto value = std::make_unique<int>(17);
+  idist::spawn("gloo", [](int, std::unique_ptr<int> p, const std::string& out) {
+    require(p && *p == 17, "the unique_ptr argument did not arrive");
+    write_text(out + "/rank" + std::to_string(idist::get_rank()), std::to_string(*p));
+  }, std::move(value), dir.path(), options(2));
+  EXPECT_EQ(read_text(dir.file("rank0")), "17");
+  EXPECT_EQ(read_text(dir.file("rank1")), "17");
+}
+
+TEST(Spawn, WorkersGetAThreadBudgetUnlessTheUserSetOne) {
+  ScratchDir dir;
+  const char* saved = std::getenv("OMP_NUM_THREADS");
+  const std::string saved_value = saved ? saved : "";
+  unsetenv("OMP_NUM_THREADS");
+  const auto record = [](int, const std::string& out) {
+    write_text(out + "/omp" + std::to_string(idist::get_rank()), env_or("OMP_NUM_THREADS", "<unset>"));
+  };
+  idist::spawn("gloo", record, dir.path(), options(2));
+  const int cores = int(std::thread::hardware_concurrency());
+  const std::string expected = std::to_string(std::max(1, cores / 2));
+  EXPECT_EQ(read_text(dir.file("omp0")), expected);
+  EXPECT_EQ(read_text(dir.file("omp1")), expected);
+
+  setenv("OMP_NUM_THREADS", "7", 1);
+  idist::spawn("gloo", record, dir.path(), options(2));
+  EXPECT_EQ(read_text(dir.file("omp0")), "7");
+  EXPECT_EQ(read_text(dir.file("omp1")), "7");
+  if (saved)
+    setenv("OMP_NUM_THREADS", saved_value.c_str(), 1);
+  else
+    unsetenv("OMP_NUM_THREADS");
+}
+
+TEST(Spawn, FileAndTcpInitMethods) {
+  ScratchDir dir;
+  for (const std::string method : {"file://" + dir.file("store"), "tcp://127.0.0.1:" + std::to_string(free_tcp_port())}) {
+    idist::SpawnOptions o = options(2);
+    o.init_method = method;
+    idist::spawn("gloo", [](int local_rank, const std::string& out) {
+      check_worker(local_rank, 2, 2);
+      write_text(out + "/m" + std::to_string(idist::get_rank()), "ok");
+    }, dir.path(), o);
+    EXPECT_EQ(read_text(dir.file("m0")), "ok") << method;
+    EXPECT_EQ(read_text(dir.file("m1")), "ok") << method;
+    std::filesystem::remove(dir.file("m0"));
+    std::filesystem::remove(dir.file("m1"));
+  }
+}
+
+TEST(Parallel, SpawnsWithNprocPerNode) {
+  ScratchDir dir;
+  {
+    idist::Parallel parallel("gloo", {.nproc_per_node = 2, .master_port = free_tcp_port(), .timeout = kTimeout});
+    parallel.run([](int local_rank, const std::string& out) {
+      check_worker(local_rank, 2, 2);
+      write_text(out + "/p" + std::to_string(idist::get_rank()), "ok");
+    }, dir.path());
+    EXPECT_FALSE(idist::backend().has_value());
+  }
+  EXPECT_EQ(read_text(dir.file("p0")), "ok");
+  EXPECT_EQ(read_text(dir.file("p1")), "ok");
+  EXPECT_TRUE(idist::test::no_children_left());
+}
+
+// Runs `body` in `n` forked processes; returns their exit statuses (0: passed).
+template <class Body>
+std::vector<int> run_in_processes(int n, Body body) {
+  std::fflush(nullptr);
+  std::vector<pid_t> pids;
+  for (int i = 0; i < n; ++i) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      int code = 0;
+      try {
+        body(i);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "process %d: %s\n", i, e.what());
+        code = 1;
+      }
+      std::fflush(nullptr);
+      _exit(code);
+    }
+    pids.push_back(pid);
+  }
+  std::vector<int> codes;
+  for (pid_t pid : pids) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  }
+  return codes;
+}
+
+TEST(Parallel, InitializesInsideATorchrunEnvironment) {
+  ScratchDir dir;
+  const int port = free_tcp_port();
+  const auto codes = run_in_processes(2, [&](int i) {
+    setenv("RANK", std::to_string(i).c_str(), 1);
+    setenv("LOCAL_RANK", std::to_string(i).c_str(), 1);
+    setenv("WORLD_SIZE", "2", 1);
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+    {
+      idist::Parallel parallel("gloo", {.timeout = kTimeout});
+      require(idist::backend() == std::optional<std::string>("gloo"), "Parallel did not initialize gloo");
+      parallel.run([&](int local_rank, int extra) {
+        check_worker(local_rank, 2, 2);
+        write_text(dir.file("t" + std::to_string(idist::get_rank())), std::to_string(extra));
+      }, 5);
+    }
+    require(!idist::backend().has_value(), "Parallel's destructor did not finalize");
+    require(env_or("RANK", "") == std::to_string(i), "RANK was not restored");
+  });
+  EXPECT_EQ(codes, (std::vector<int>{0, 0}));
+  EXPECT_EQ(read_text(dir.file("t0")), "5");
+  EXPECT_EQ(read_text(dir.file("t1")), "5");
+}
+
+// ignite's multi-node emulation: two launches of spawn (node_rank 0 and 1, 2 workers each) on
+// localhost form one world of 4.
+TEST(Spawn, TwoNodeEmulationFormsOneWorldOfFour) {
+  ScratchDir dir;
+  const int port = free_tcp_port();
+  const auto codes = run_in_processes(2, [&](int node) {
+    idist::SpawnOptions o;
+    o.nproc_per_node = 2;
+    o.nnodes = 2;
+    o.node_rank = node;
+    o.master_addr = "127.0.0.1";
+    o.master_port = port;
+    o.timeout = kTimeout;
+    idist::spawn("gloo", [&](int local_rank) {
+      check_worker(local_rank, 4, 2);
+      require(idist::get_rank() == node * 2 + local_rank, "rank " + std::to_string(idist::get_rank()) + " on node " +
+                                                              std::to_string(node) + ", local rank " +
+                                                              std::to_string(local_rank));
+      const std::vector<int> nodes = idist::all_gather(idist::get_node_rank());
+      require(nodes == std::vector<int>({0, 0, 1, 1}), "node ranks gathered in rank order are wrong");
+      write_text(dir.file("n" + std::to_string(idist::get_rank())), idist::hostname());
+    }, o);
+  });
+  EXPECT_EQ(codes, (std::vector<int>{0, 0}));
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(read_text(dir.file("n" + std::to_string(r))), idist::hostname()) << "rank " << r;
+  EXPECT_TRUE(idist::test::no_children_left());
+}
+
+}  // namespace
