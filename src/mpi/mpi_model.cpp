@@ -2,7 +2,6 @@
 #include "mpi/mpi_model.hpp"
 
 #include <algorithm>
-#include <climits>
 #include <cstring>
 #include <memory>
 #include <numeric>
