@@ -37,11 +37,11 @@ struct DataLoaderOptions {
   /// Pinned host memory for batches; defaults to true when idist::device() is a CUDA device.
   /// LibTorch's data loader has no pinned-memory option, so the resolved value is reported by
   /// DataLoader::options() for the caller to act on (e.g. tensor.pin_memory()).
-  std::optional<bool> pin_memory;
+  std::optional<bool> pin_memory = std::nullopt;
   /// A sampler of dataset indices. With world size > 1 it is wrapped in DistributedProxySampler
   /// unless it is already distributed (DistributedSampler, DistributedProxySampler or LibTorch's
   /// DistributedRandom/SequentialSampler), which is used as is.
-  std::shared_ptr<torch::data::samplers::Sampler<>> sampler;
+  std::shared_ptr<torch::data::samplers::Sampler<>> sampler = nullptr;
 };
 
 namespace detail {
