@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -128,9 +129,14 @@ std::vector<T> all_gather(std::span<const T> data, const Group& group = {}) {
   std::vector<std::size_t> counts;
   std::vector<std::byte> bytes = detail::all_gather_varying(
       ConstBuffer{data.data(), data.size(), dtype_of<T>, Device{}}, group, counts);
-  std::vector<T> out(bytes.size() / sizeof(T));
-  if (!bytes.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());
-  return out;
+  if constexpr (std::is_same_v<std::remove_cv_t<T>, bool>) {  // std::vector<bool> has no data()
+    const auto* p = reinterpret_cast<const bool*>(bytes.data());
+    return std::vector<T>(p, p + bytes.size());
+  } else {
+    std::vector<T> out(bytes.size() / sizeof(T));
+    if (!bytes.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());
+    return out;
+  }
 }
 
 /// all_gather of a vector (not std::vector<bool>).
@@ -145,10 +151,11 @@ template <Element T>
 std::vector<T> all_gather(T value, const Group& group = {}) {
   ComputationModel& m = current_model();
   if (!m.group_rank(group)) return {value};
-  std::vector<T> out(std::size_t(m.group_size(group)));
-  m.all_gather(ConstBuffer{&value, 1, dtype_of<T>, Device{}}, Buffer{out.data(), out.size(), dtype_of<T>, Device{}}, group)
-      .wait();
-  return out;
+  const std::size_t n = std::size_t(m.group_size(group));
+  // A plain array, not the result vector: std::vector<bool> has no contiguous data().
+  const std::unique_ptr<T[]> out(new T[n]);
+  m.all_gather(ConstBuffer{&value, 1, dtype_of<T>, Device{}}, Buffer{out.get(), n, dtype_of<T>, Device{}}, group).wait();
+  return std::vector<T>(out.get(), out.get() + n);
 }
 
 /// Non-blocking all_gather of equal-length spans: `out` holds in.size() * group size elements.
