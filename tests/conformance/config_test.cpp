@@ -1,0 +1,79 @@
+// The distributed configuration seen by every rank (ignite's _test_distrib_config / _sanity_check).
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include "conformance/conformance.hpp"
+#include "support/multirank.hpp"
+
+namespace idist::conformance {
+namespace {
+
+TEST(Config, BackendAndModelNameMatchTheBackendUnderTest) {
+  const std::string expected = idist::test::backend_under_test();
+  if (expected == "serial") {
+    EXPECT_EQ(idist::backend(), std::nullopt);
+    EXPECT_EQ(idist::model_name(), "serial");
+    EXPECT_EQ(world(), 1);
+  } else {
+    EXPECT_EQ(idist::backend(), std::optional<std::string>(expected));
+    EXPECT_EQ(idist::model_name(), expected + "-dist");
+  }
+}
+
+TEST(Config, SanityOfRanksAndNodes) {
+  const int ws = world(), r = rank();
+  EXPECT_GE(r, 0);
+  EXPECT_LT(r, ws);
+  EXPECT_GE(idist::get_local_rank(), 0);
+  EXPECT_LT(idist::get_local_rank(), idist::get_nproc_per_node());
+  EXPECT_GE(idist::get_node_rank(), 0);
+  EXPECT_LT(idist::get_node_rank(), idist::get_nnodes());
+  EXPECT_EQ(ws, idist::get_nnodes() * idist::get_nproc_per_node());
+}
+
+TEST(Config, RanksAreDistinctAndCoverTheWorld) {
+  std::vector<int> ranks = idist::all_gather(rank());
+  std::vector<int> expected(static_cast<std::size_t>(world()));
+  std::iota(expected.begin(), expected.end(), 0);
+  EXPECT_EQ(ranks, expected);  // all_gather is in rank order
+  EXPECT_EQ(idist::all_gather(world()), std::vector<int>(std::size_t(world()), world()));
+}
+
+// Local ranks on each host are 0..k-1 and node ranks agree among the ranks of a host.
+TEST(Config, LocalRanksAndNodesAgreeWithHostnames) {
+  const std::vector<std::string> hosts = hostnames();
+  const std::vector<int> local = idist::all_gather(idist::get_local_rank());
+  const std::vector<int> node = idist::all_gather(idist::get_node_rank());
+  const std::vector<int> nproc = idist::all_gather(idist::get_nproc_per_node());
+  std::map<std::string, std::vector<int>> locals_by_host;
+  std::map<std::string, int> node_of_host;
+  for (std::size_t r = 0; r < hosts.size(); ++r) {
+    locals_by_host[hosts[r]].push_back(local[r]);
+    auto [it, inserted] = node_of_host.emplace(hosts[r], node[r]);
+    EXPECT_EQ(it->second, node[r]) << "ranks of host " << hosts[r] << " report different node ranks";
+    EXPECT_EQ(nproc[r], nproc[0]) << "nproc_per_node differs on rank " << r;
+  }
+  for (auto& [host, locals] : locals_by_host) {
+    std::sort(locals.begin(), locals.end());
+    std::vector<int> expected(locals.size());
+    std::iota(expected.begin(), expected.end(), 0);
+    EXPECT_EQ(locals, expected) << "local ranks on " << host;
+    EXPECT_EQ(int(locals.size()), idist::get_nproc_per_node()) << "ranks on " << host;
+  }
+  EXPECT_EQ(int(node_of_host.size()), idist::get_nnodes());
+}
+
+TEST(Config, DeviceIsCpuOrTheLocalCuda) {
+  const idist::Device d = idist::device();
+  if (idist::backend() == std::optional<std::string>("nccl")) {
+    EXPECT_EQ(d, (idist::Device{idist::DeviceType::CUDA, idist::get_local_rank()}));
+  } else if (d.type == idist::DeviceType::CUDA) {
+    EXPECT_GE(d.index, 0);
+  } else {
+    EXPECT_EQ(d.str(), "cpu");
+  }
+}
+
+}  // namespace
+}  // namespace idist::conformance
