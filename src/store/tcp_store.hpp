@@ -70,6 +70,8 @@ class TCPStore final : public Store {
   const std::string& host() const { return host_; }
   /// The server's port (the bound one when constructed with port 0).
   int port() const { return port_; }
+  /// The number of workers given to the constructor (<= 0: unknown).
+  int world_size() const { return world_size_; }
   /// True on the serving rank.
   bool is_server() const { return server_ != nullptr; }
   /// Number of clients that joined so far (the "k" of "k of n workers joined").
