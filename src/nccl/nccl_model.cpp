@@ -73,10 +73,10 @@ NCCLModel::NCCLModel(const InitOptions& opts) : ComputationModel(opts.timeout) {
                        "); start at most one process per GPU on each node");
   check_cuda(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ")");
   int pools = 0;
-  stream_ordered_alloc_ =
-      cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device_) == cudaSuccess && pools != 0;
+  if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device_) != cudaSuccess || pools == 0)
+    device_pool_ = BlockPool::create(BlockPool::Kind::Device, device_);
   if (env_flag("IDIST_NCCL_NO_SPLIT")) use_split_ = false;
-  pinned_ = PinnedPool::create();
+  pinned_ = BlockPool::create(BlockPool::Kind::PinnedHost, device_);
 
   const UniqueIdBytes id = store_ ? exchange_unique_id(*store_, world_scope(), layout_.rank, 0, generate_unique_id, timeout())
                                   : generate_unique_id();
@@ -93,14 +93,23 @@ NCCLModel::~NCCLModel() { shutdown(false); }
 void NCCLModel::finalize() { shutdown(true); }
 
 void NCCLModel::shutdown(bool collective) noexcept {
-  if (collective) {
+  // Every communicator is finalized (collective) or aborted (local, never waits for peers) before any
+  // memory is freed: cudaFree synchronizes the device, which a hung NCCL kernel would never allow.
+  {
     const auto deadline = Communicator::Clock::now() + timeout();
     std::lock_guard lock(groups_mutex_);
+    std::vector<std::shared_ptr<Communicator>> comms;
     for (auto& [ranks, comm] : groups_)
-      if (comm && comm != world_) comm->finalize(deadline);
-    if (world_) world_->finalize(deadline);
+      if (comm && comm != world_) comms.push_back(comm);
+    if (world_) comms.push_back(world_);
+    for (const auto& comm : comms) {
+      if (collective)
+        comm->finalize(deadline);
+      else
+        comm->abort(std::make_exception_ptr(BackendError("nccl: the " + comm->info().name +
+                                                         " communicator was torn down without idist::finalize()")));
+    }
   }
-  // Without finalize() each Communicator's destructor aborts it: local, never waits for peers.
   watchdog_.reset();
   {
     std::lock_guard lock(groups_mutex_);
@@ -108,6 +117,7 @@ void NCCLModel::shutdown(bool collective) noexcept {
   }
   world_.reset();
   pinned_.reset();
+  device_pool_.reset();
   store_.reset();
   env_guard_.reset();
 }
@@ -170,7 +180,7 @@ Device NCCLModel::placement(std::string_view op, std::string_view arg, const voi
   }
 }
 
-OpContext NCCLModel::op_context() const { return OpContext{pinned_, watchdog_.get(), timeout(), stream_ordered_alloc_}; }
+OpContext NCCLModel::op_context() const { return OpContext{pinned_, device_pool_, watchdog_.get(), timeout()}; }
 
 Work NCCLModel::all_reduce(Buffer data, ReduceOp op, const Group& group) {
   const ReducePlan plan = plan_all_reduce(data.dtype, op);

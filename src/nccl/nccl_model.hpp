@@ -61,11 +61,11 @@ class NCCLModel final : public ComputationModel {
 
   WorldLayout layout_;
   int device_ = 0;
-  bool stream_ordered_alloc_ = true;
   bool use_split_ = kHaveCommSplit;
   std::shared_ptr<KeyValueStore> store_;
   std::shared_ptr<void> env_guard_;
-  std::shared_ptr<PinnedPool> pinned_;
+  std::shared_ptr<BlockPool> pinned_;
+  std::shared_ptr<BlockPool> device_pool_;  // only where the device has no memory pools
   std::shared_ptr<Communicator> world_;
   std::mutex groups_mutex_;
   std::map<std::vector<int>, std::shared_ptr<Communicator>> groups_;  // null: this rank is not a member

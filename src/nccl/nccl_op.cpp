@@ -72,9 +72,11 @@ void* Op::inout(const Buffer& data) {
 }
 
 void* Op::scratch(std::size_t bytes) {
-  std::shared_ptr<void> s = device_scratch(bytes, comm_->stream(), comm_->info().device, ctx_.stream_ordered_alloc);
+  std::shared_ptr<void> s = device_scratch(bytes, comm_->stream(), comm_->info().device, ctx_.device_pool.get());
   void* p = s.get();
-  (ctx_.stream_ordered_alloc ? stream_scratch_ : state_->keep_alive).push_back(std::move(s));
+  // Stream-ordered scratch is released at finish() (its free is queued behind the op); pool blocks
+  // only once the op has completed.
+  (ctx_.device_pool ? state_->keep_alive : stream_scratch_).push_back(std::move(s));
   return p;
 }
 

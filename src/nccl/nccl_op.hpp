@@ -22,10 +22,10 @@ namespace idist::nccl_backend {
 
 /// What an Op needs from its model.
 struct OpContext {
-  std::shared_ptr<PinnedPool> pinned;
+  std::shared_ptr<BlockPool> pinned;        ///< page-locked host blocks
+  std::shared_ptr<BlockPool> device_pool;   ///< device blocks; null: stream-ordered cudaMallocAsync
   Watchdog* watchdog = nullptr;
   std::chrono::milliseconds timeout{0};
-  bool stream_ordered_alloc = true;  ///< device supports cudaMallocAsync
 };
 
 /// Builder of one collective. Construct (takes the communicator's issue lock and orders the
