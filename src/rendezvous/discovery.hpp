@@ -120,8 +120,8 @@ std::shared_ptr<store::Store> open_store(const InitOptions& opts, const WorldInf
 /// and host name under "idist/topology/<rank>", rank 0 computes nproc_per_node = max local rank + 1
 /// (or the hostname heuristic for ranks without a local rank) and publishes the result, which every rank
 /// reads. A no-op when info.topology_exact && info.local_rank_known. Collective: every rank calls it once.
-/// @throws TimeoutError naming the ranks that never published within `timeout`; ValueError when the local
-///         ranks are inconsistent (a duplicate local rank on one host).
+/// @throws TimeoutError naming the ranks that never published within `timeout`; ValueError when local ranks
+///         guessed from host names collide (the ranks of a host were not contiguous).
 void exchange_topology(store::Store& store, WorldInfo& info, std::chrono::milliseconds timeout);
 
 /// Fills nproc_per_node, nnodes and node_rank from nproc (ignite: nnodes = world / nproc, node = rank / nproc).

@@ -2,6 +2,8 @@
 // _compute_local_rank_via_hostname, done through the rendezvous store before any communicator exists.
 // Rank 0 reads every rank's entry and publishes one result, so the exchange costs O(world size) requests
 // in total rather than per rank.
+#include "rendezvous/topology.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,26 +18,14 @@
 
 namespace idist::rendezvous {
 
-namespace {
-constexpr const char* kPrefix = "idist/topology/";
+namespace detail {
 
-std::string this_hostname() {
-  char name[HOST_NAME_MAX + 1] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
-  return name;
-}
-
-struct Entry {
-  int local_rank = -1;  // -1: unknown
-  std::string host;
-};
-
-// rank 0: every rank's (local rank, node rank) and nproc_per_node, or an error message.
-std::string compute_result(const std::vector<Entry>& entries, int nproc_env) {
+Topology compute_topology(const std::vector<TopologyEntry>& entries, int nproc_env) {
   const int world = static_cast<int>(entries.size());
-  std::vector<int> local(world), node(world, -1);
-  // ignite's hostname heuristic for ranks without a local rank: hosts in order of first appearance, ranks
-  // of one host contiguous; node = index of the host, local = rank - first rank of the host.
+  Topology t;
+  t.local_rank.assign(world, 0);
+  t.node_rank.assign(world, -1);
+  // Hosts in order of first appearance; node i starts at the first rank after the ranks of nodes < i.
   std::vector<std::string> hosts;
   std::map<std::string, int> count;
   for (const auto& e : entries) {
@@ -49,26 +39,68 @@ std::string compute_result(const std::vector<Entry>& entries, int nproc_env) {
   }
   for (int r = 0; r < world; ++r) {
     if (entries[r].local_rank >= 0) {
-      local[r] = entries[r].local_rank;
+      t.local_rank[r] = entries[r].local_rank;
       continue;
     }
     const auto it = std::upper_bound(first_rank_of_node.begin(), first_rank_of_node.end(), r);
-    node[r] = static_cast<int>(it - first_rank_of_node.begin()) - 1;
-    local[r] = r - first_rank_of_node[node[r]];
+    t.node_rank[r] = static_cast<int>(it - first_rank_of_node.begin()) - 1;
+    t.local_rank[r] = r - first_rank_of_node[t.node_rank[r]];
   }
-  // Two ranks of one host with the same local rank would pick the same device: refuse.
+  // A guessed local rank that collides with another rank's on the same host means the guess (contiguous
+  // ranks per host) was wrong: refuse rather than hand two ranks one device. Collisions between given local
+  // ranks are left alone: emulating several nodes on one host (ignite's 2-node test) produces them.
   std::map<std::pair<std::string, int>, int> seen;
   for (int r = 0; r < world; ++r) {
-    const auto [it, fresh] = seen.emplace(std::pair{entries[r].host, local[r]}, r);
-    if (!fresh)
-      return fmt::format("error\nranks {} and {} on host '{}' both have local rank {}; check LOCAL_RANK (or the "
-                         "launcher's local ranks)",
-                         it->second, r, entries[r].host, local[r]);
+    const auto [it, fresh] = seen.emplace(std::pair{entries[r].host, t.local_rank[r]}, r);
+    const bool guessed = entries[r].local_rank < 0 || entries[it->second].local_rank < 0;
+    if (!fresh && guessed) {
+      t.error = fmt::format("ranks {} and {} on host '{}' both have local rank {}: local ranks guessed from host "
+                            "names need the ranks of each host to be contiguous; set LOCAL_RANK (or the options' "
+                            "local_rank) on every rank",
+                            it->second, r, entries[r].host, t.local_rank[r]);
+      return t;
+    }
   }
-  const int nproc = nproc_env > 0 ? nproc_env : *std::max_element(local.begin(), local.end()) + 1;
-  std::string out = fmt::format("ok\n{}\n", nproc);
-  for (int r = 0; r < world; ++r) out += fmt::format("{} {}\n", local[r], node[r] >= 0 ? node[r] : r / nproc);
+  t.nproc_per_node = nproc_env > 0 ? nproc_env : *std::max_element(t.local_rank.begin(), t.local_rank.end()) + 1;
+  for (int r = 0; r < world; ++r)
+    if (t.node_rank[r] < 0) t.node_rank[r] = r / t.nproc_per_node;
+  return t;
+}
+
+std::string encode_topology(const Topology& t) {
+  if (!t.error.empty()) return "error\n" + t.error;
+  std::string out = fmt::format("ok\n{}\n", t.nproc_per_node);
+  for (std::size_t r = 0; r < t.local_rank.size(); ++r) out += fmt::format("{} {}\n", t.local_rank[r], t.node_rank[r]);
   return out;
+}
+
+Topology decode_topology(const std::string& text, int world_size) {
+  Topology t;
+  std::istringstream in(text);
+  std::string status;
+  std::getline(in, status);
+  if (status == "error") {
+    std::getline(in, t.error, '\0');
+    return t;
+  }
+  in >> t.nproc_per_node;
+  t.local_rank.resize(world_size);
+  t.node_rank.resize(world_size);
+  for (int r = 0; r < world_size; ++r) in >> t.local_rank[r] >> t.node_rank[r];
+  if (status != "ok" || !in || t.nproc_per_node < 1)
+    throw BackendError("rendezvous: malformed topology record in the store");
+  return t;
+}
+
+}  // namespace detail
+
+namespace {
+constexpr const char* kPrefix = "idist/topology/";
+
+std::string this_hostname() {
+  char name[HOST_NAME_MAX + 1] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
 }
 }  // namespace
 
@@ -97,7 +129,7 @@ void exchange_topology(store::Store& store, WorldInfo& info, std::chrono::millis
                                      "(are they running?): {}",
                                      fmt::join(missing, ", "), info.world_size, timeout.count(), e.what()));
     }
-    std::vector<Entry> entries(info.world_size);
+    std::vector<detail::TopologyEntry> entries(info.world_size);
     int nproc_env = 0;
     for (int r = 0; r < info.world_size; ++r) {
       std::istringstream in(store.get_string(key_of(r)));
@@ -107,27 +139,15 @@ void exchange_topology(store::Store& store, WorldInfo& info, std::chrono::millis
       std::getline(in, entries[r].host);
       if (r == 0) nproc_env = nproc;
     }
-    store.set_string(result_key, compute_result(entries, nproc_env));
+    store.set_string(result_key, detail::encode_topology(detail::compute_topology(entries, nproc_env)));
   }
   store.wait({result_key}, timeout);
-  const auto result = store.get_string(result_key);
-  std::istringstream in(result);
-  std::string status;
-  std::getline(in, status);
-  if (status != "ok") {
-    std::string message;
-    std::getline(in, message);
-    throw ValueError(fmt::format("rendezvous: {}", message));
-  }
-  int nproc = 0;
-  in >> nproc;
-  int local = 0, node = 0;
-  for (int r = 0; r <= info.rank; ++r) in >> local >> node;
-  if (!in || nproc < 1) throw BackendError(fmt::format("rendezvous: malformed topology in {}", store.describe()));
-  info.local_rank = local;
+  const auto t = detail::decode_topology(store.get_string(result_key), info.world_size);
+  if (!t.error.empty()) throw ValueError("rendezvous: " + t.error);
+  info.local_rank = t.local_rank[info.rank];
   info.local_rank_known = true;
-  set_nproc_per_node(info, nproc);
-  info.node_rank = node;
+  set_nproc_per_node(info, t.nproc_per_node);
+  info.node_rank = t.node_rank[info.rank];
 }
 
 }  // namespace idist::rendezvous
