@@ -1,0 +1,70 @@
+// Raw MPI collectives on the duplicate of MPI_COMM_WORLD that idist's mpi backend communicates on.
+#include <mpi.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "common/raw_backend.hpp"
+#include "mpi/mpi_model.hpp"
+
+namespace idist_bench {
+
+namespace {
+
+void check(int rc, const char* fn) {
+  if (rc != MPI_SUCCESS) {
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, text, &len);
+    throw std::runtime_error(std::string(fn) + " failed: " + std::string(text, std::size_t(len)));
+  }
+}
+
+class RawMpi final : public RawBackend {
+ public:
+  RawMpi(MPI_Comm comm, bool nonblocking) : comm_(comm), nb_(nonblocking) {}
+
+  std::string call_name(const std::string& op) const override {
+    const char* b = op == "all_reduce" ? "Allreduce" : op == "all_gather" ? "Allgather" : op == "broadcast" ? "Bcast" : "Barrier";
+    return std::string(nb_ ? "MPI_I" : "MPI_") + (nb_ ? std::string(1, char(b[0] - 'A' + 'a')) + (b + 1) : b);
+  }
+
+  void all_reduce_sum(float* data, std::size_t count) override {
+    if (!nb_) return check(MPI_Allreduce(MPI_IN_PLACE, data, int(count), MPI_FLOAT, MPI_SUM, comm_), "MPI_Allreduce");
+    MPI_Request r;
+    check(MPI_Iallreduce(MPI_IN_PLACE, data, int(count), MPI_FLOAT, MPI_SUM, comm_, &r), "MPI_Iallreduce");
+    check(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait");
+  }
+  void all_gather(const float* in, float* out, std::size_t count) override {
+    if (!nb_)
+      return check(MPI_Allgather(in, int(count), MPI_FLOAT, out, int(count), MPI_FLOAT, comm_), "MPI_Allgather");
+    MPI_Request r;
+    check(MPI_Iallgather(in, int(count), MPI_FLOAT, out, int(count), MPI_FLOAT, comm_, &r), "MPI_Iallgather");
+    check(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait");
+  }
+  void broadcast(float* data, std::size_t count, int root) override {
+    if (!nb_) return check(MPI_Bcast(data, int(count), MPI_FLOAT, root, comm_), "MPI_Bcast");
+    MPI_Request r;
+    check(MPI_Ibcast(data, int(count), MPI_FLOAT, root, comm_, &r), "MPI_Ibcast");
+    check(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait");
+  }
+  void barrier() override {
+    if (!nb_) return check(MPI_Barrier(comm_), "MPI_Barrier");
+    MPI_Request r;
+    check(MPI_Ibarrier(comm_, &r), "MPI_Ibarrier");
+    check(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait");
+  }
+
+ private:
+  MPI_Comm comm_;
+  bool nb_;
+};
+
+}  // namespace
+
+std::unique_ptr<RawBackend> make_raw_mpi(idist::ComputationModel& model, RawKind kind) {
+  auto& mpi = static_cast<idist::mpi_backend::NativeMPIModel&>(model);  // backend() == "mpi"
+  return std::make_unique<RawMpi>(mpi.world_comm(), kind == RawKind::NonBlocking);
+}
+
+}  // namespace idist_bench

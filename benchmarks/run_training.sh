@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Runs the training benchmark: one process without idist (serial), then 2 ranks on every compiled
+# CPU backend (mpi under mpirun, gloo through idist::spawn) with every configuration interleaved,
+# then one short process per configuration for its peak resident memory, then draws the plots.
+# Extra arguments go to the timed runs (e.g. --models mlp200x64 --rounds 2).
+#
+#   benchmarks/run_training.sh                      # build dir ./build, results in ./bench-results
+#   BUILD_DIR=build-bench benchmarks/run_training.sh
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$root/build}
+out=${OUT_DIR:-$root/bench-results}
+np=${NP:-2}
+bin=$build/benchmarks/idist_bench_training
+mpiflags=(--allow-run-as-root --oversubscribe --mca btl_vader_single_copy_mechanism none)
+[ -x "$bin" ] || { echo "run_training: $bin not found; build the target idist_bench_training" >&2; exit 1; }
+mkdir -p "$out"
+export OMP_NUM_THREADS=1
+
+launch() {  # launch <backend> <args...>
+  local b=$1
+  shift
+  case $b in
+    serial) "$bin" --backend serial "$@" ;;
+    mpi) mpirun "${mpiflags[@]}" -np "$np" "$bin" --backend mpi "$@" ;;
+    gloo) "$bin" --backend gloo --nproc "$np" "$@" ;;
+  esac
+}
+
+backends=$("$bin" --list-backends)
+echo "# $(date -u '+%F %T UTC') on $(hostname): $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out/training_env.txt"
+for b in serial $backends; do
+  launch "$b" --out-dir "$out" "$@" | tee "$out/training_$b.txt"
+done
+
+# Peak resident memory: one process per (backend, model, configuration), a few steps each.
+rm -f "$out/training_memory.csv"
+for m in cnn mlp32x512 mlp200x64; do
+  launch serial --models "$m" --configs local --warmup 1 --rounds 1 --steps 2 --out-dir "$out/memory" \
+    --memory-csv "$out/training_memory.csv" > /dev/null
+  for b in $backends; do
+    for c in status_quo_idist status_quo_raw no_sync auto_model:25; do
+      launch "$b" --models "$m" --configs "$c" --warmup 1 --rounds 1 --steps 2 --out-dir "$out/memory" \
+        --memory-csv "$out/training_memory.csv" > /dev/null
+    done
+  done
+done
+column -s, -t < "$out/training_memory.csv" | tee "$out/training_memory.txt"
+echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/training_env.txt"
+"$root/benchmarks/plot.sh" "$out" "${IMG_DIR:-$root/docs/img}"

@@ -1,0 +1,237 @@
+// idist training benchmark: step time of data-parallel LibTorch training with auto_model against
+// the per-parameter all-reduce status quo, a bucket-size sweep and no_sync. See
+// docs/performance.md.
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "common/memory.hpp"
+#include "common/raw_backend.hpp"
+#include "common/stats.hpp"
+#include "common/table.hpp"
+#include "common/timing.hpp"
+#include "idist/idist.hpp"
+#include "training/models.hpp"
+#include "training/options.hpp"
+#include "training/strategies.hpp"
+
+namespace idist_bench {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+std::vector<Column> columns() {
+  return {{"model", 10},         {"config", 17},          {"bucket_MiB", 10},     {"buckets", 7},
+          {"ranks", 5},          {"batch", 5},            {"p50_ms", 9},          {"p90_ms", 9},
+          {"p95_ms", 9},         {"samples_per_s", 13},   {"speedup_sq_idist", 16}, {"speedup_sq_raw", 14},
+          {"exposed_ms", 10},    {"target", 6},           {"avg_ms", 9, false},   {"min_ms", 9, false},
+          {"max_ms", 9, false},  {"steps", 5, false},     {"grad_MiB", 9, false}, {"bucket_buffers_MiB", 9, false},
+          {"last_loss", 10, false}};
+}
+
+// The targets for the default auto_model on 2 ranks: gloo >= 1.15x the status quo on the
+// 32x512 MLP and >= 10x on the 200-layer model; mpi no slower than the status quo (3 %) anywhere.
+std::string target(const std::string& backend, const std::string& model, double auto_p50, double sq_idist,
+                   double sq_raw) {
+  const double sq = std::min(sq_idist > 0 ? sq_idist : sq_raw, sq_raw > 0 ? sq_raw : sq_idist);
+  if (sq <= 0) return "-";
+  if (backend == "mpi") return auto_p50 <= 1.03 * sq ? "ok" : "MISS";
+  if (backend == "gloo") {
+    if (model == "mlp32x512") return sq / auto_p50 >= 1.15 ? "ok" : "MISS";
+    if (model == "mlp200x64") return sq / auto_p50 >= 10.0 ? "ok" : "MISS";
+  }
+  return "-";
+}
+
+std::vector<std::size_t> peak_rss_per_rank() {
+  const auto mine = std::int64_t(peak_rss_bytes());
+  std::vector<std::size_t> out;
+  if (idist::get_world_size() > 1) {
+    for (std::int64_t v : idist::all_gather(mine)) out.push_back(std::size_t(v));
+  } else {
+    out.push_back(std::size_t(mine));
+  }
+  return out;
+}
+
+void append_memory_rows(const std::string& path, const std::string& backend, const std::string& model,
+                        std::int64_t batch, const std::vector<std::unique_ptr<Trainer>>& trainers,
+                        const std::vector<std::size_t>& rss) {
+  const bool fresh = !std::filesystem::exists(path);
+  std::ofstream f(path, std::ios::app);
+  if (!f) throw std::runtime_error("cannot write " + path);
+  if (fresh)
+    f << "backend,model,config,ranks,batch,peak_rss_MiB_max,peak_rss_MiB_per_rank,grad_MiB,bucket_buffers_MiB,"
+         "configs_in_process\n";
+  std::string per_rank;
+  for (std::size_t v : rss) per_rank += (per_rank.empty() ? "" : ";") + fixed(double(v) / kMiB, 1);
+  const double mx = double(*std::max_element(rss.begin(), rss.end())) / kMiB;
+  for (const auto& t : trainers)
+    f << backend << "," << model << "," << t->config().name() << "," << rss.size() << "," << batch << ","
+      << fixed(mx, 1) << "," << per_rank << "," << fixed(double(t->gradient_bytes()) / kMiB, 2) << ","
+      << fixed(double(t->bucket_bytes()) / kMiB, 2) << "," << trainers.size() << "\n";
+}
+
+void run_model(const TrainingOptions& o, const std::string& model, const std::vector<Config>& configs, RawBackend* raw,
+               const std::string& backend) {
+  const bool root = idist::get_rank() == 0;
+  const bool dist = idist::get_world_size() > 1;
+  const std::int64_t batch = o.batch > 0 ? o.batch : default_batch(model);
+  std::vector<std::unique_ptr<Trainer>> trainers;
+  for (const Config& c : configs) trainers.push_back(std::make_unique<Trainer>(model, c, batch, o.seed, raw));
+  for (auto& t : trainers)
+    for (int i = 0; i < o.warmup; ++i) t->step();
+
+  const std::size_t nc = trainers.size();
+  for (int r = 0; r < o.rounds; ++r) {
+    for (std::size_t j = 0; j < nc; ++j) {
+      Trainer& t = *trainers[(std::size_t(r) + j) % nc];  // rotate who goes first
+      if (dist) idist::barrier();
+      t.step();  // untimed: the previous configuration's model left the caches
+      for (int s = 0; s < o.steps; ++s) {
+        const auto t0 = Clock::now();
+        t.step();
+        t.samples.push_back(micros(t0, Clock::now()) / 1000.0);
+      }
+    }
+  }
+
+  std::vector<Summary> sums;
+  double sq_idist = 0, sq_raw = 0, nosync = 0;
+  for (auto& t : trainers) {
+    max_over_ranks(t->samples);
+    sums.push_back(summarize(t->samples));
+    const Strategy s = t->config().strategy;
+    if (s == Strategy::StatusQuoIdist) sq_idist = sums.back().p50;
+    if (s == Strategy::StatusQuoRaw) sq_raw = sums.back().p50;
+    if (s == Strategy::NoSync) nosync = sums.back().p50;
+  }
+  const std::vector<std::size_t> rss = peak_rss_per_rank();
+  // Every synchronised configuration starts from the same weights, sees the same data and averages
+  // the same gradients, so after the same number of steps their losses agree (up to rounding):
+  // a check that each of them really synchronises.
+  double ref_loss = 0, worst = 0;
+  std::string worst_name;
+  for (auto& t : trainers) {
+    const Strategy s = t->config().strategy;
+    if (s == Strategy::Local || s == Strategy::NoSync) continue;
+    if (worst_name.empty()) {
+      ref_loss = t->last_loss();
+      worst_name = t->config().name();
+      continue;
+    }
+    const double rel = std::abs(t->last_loss() - ref_loss) / std::max(1e-12, std::abs(ref_loss));
+    if (rel > worst) {
+      worst = rel;
+      worst_name = t->config().name();
+    }
+  }
+  if (worst > 1e-2)
+    throw std::runtime_error(fmt::format("{}: the loss of {} differs from the other synchronised configurations' by {:.3g} "
+                                         "(relative): its gradients are not averaged like theirs",
+                                         model, worst_name, worst));
+  if (!root) return;
+
+  Table table(columns());
+  fmt::print("\n## {} (batch {} per rank, {} ranks)\n", model, batch, idist::get_world_size());
+  table.print_header();
+  const int n = idist::get_world_size();
+  for (std::size_t k = 0; k < nc; ++k) {
+    const Trainer& t = *trainers[k];
+    const Summary& s = sums[k];
+    const bool am = t.config().strategy == Strategy::AutoModel;
+    const auto ratio = [&](double ref) { return ref > 0 ? fixed(ref / s.p50, 3) : std::string("-"); };
+    table.add_row({model, t.config().name(), am ? fmt::format("{:g}", t.config().bucket_mb) : "-",
+                   std::to_string(t.buckets()), std::to_string(n), std::to_string(batch), fixed(s.p50, 2),
+                   fixed(s.p90, 2), fixed(s.p95, 2), fixed(double(n * batch) / (s.p50 / 1000.0), 1), ratio(sq_idist),
+                   ratio(sq_raw), nosync > 0 && t.config().strategy != Strategy::NoSync ? fixed(s.p50 - nosync, 2) : "-",
+                   am && t.config().bucket_mb == 25.0 ? target(backend, model, s.p50, sq_idist, sq_raw) : "-",
+                   fixed(s.avg, 2), fixed(s.min, 2), fixed(s.max, 2), std::to_string(s.n),
+                   fixed(double(t.gradient_bytes()) / kMiB, 2), fixed(double(t.bucket_bytes()) / kMiB, 2),
+                   fmt::format("{:.6g}", t.last_loss())});
+  }
+  std::string per_rank;
+  for (std::size_t v : rss) per_rank += fmt::format("{}{:.1f}", per_rank.empty() ? "" : ", ", double(v) / kMiB);
+  fmt::print("# largest relative loss difference between synchronised configurations: {:.2e}\n", worst);
+  fmt::print("# peak resident memory per rank (all {} configurations in this process): {} MiB\n", nc, per_rank);
+  const std::string stem = o.out_dir + "/training_" + backend + "_" + model;
+  table.write_csv(stem + ".csv");
+  table.write_markdown(stem + ".md");
+  if (!o.memory_csv.empty()) append_memory_rows(o.memory_csv, backend, model, batch, trainers, rss);
+}
+
+void run(const TrainingOptions& o) {
+  at::set_num_threads(o.threads);
+  try {
+    at::set_num_interop_threads(1);
+  } catch (const std::exception&) {
+    // already set in this process
+  }
+  // Deep ReLU stacks drive activations towards denormal floats, which x86 computes ~100x slower;
+  // flushing them keeps every configuration's compute time stable (the same for all of them).
+  at::globalContext().setFlushDenormal(true);
+
+  const bool dist = idist::get_world_size() > 1;
+  const std::string backend = idist::backend().value_or("serial");
+  std::unique_ptr<RawBackend> raw = dist ? make_raw_backend(idist::current_model()) : nullptr;
+  std::vector<Config> configs;
+  if (o.configs.empty()) {
+    configs = default_configs(dist, o.buckets_mb);
+  } else {
+    for (const auto& s : o.configs) configs.push_back(parse_config(s));
+  }
+  for (const auto& c : configs)
+    if ((c.strategy == Strategy::Local) == dist)
+      throw std::invalid_argument("config " + c.name() + (dist ? " needs --backend serial" : " needs a distributed backend"));
+  if (idist::get_rank() == 0) {
+    ensure_dir(o.out_dir);
+    fmt::print("# idist training benchmark: backend {}, {} ranks, {} intra-op thread(s) each, host {}, load average {}\n",
+               backend, idist::get_world_size(), o.threads, idist::hostname(), load_average());
+    fmt::print("# step = zero_grad + forward + cross-entropy + backward (+ synchronisation) + SGD step; times are\n"
+               "# per-step maxima over ranks; {} rounds x {} timed steps per configuration, configurations interleaved\n",
+               o.rounds, o.steps);
+  }
+  for (const auto& m : o.models) run_model(o, m, configs, raw.get(), backend);
+  if (idist::get_rank() == 0) fmt::print("\n# load average at the end: {}\n", load_average());
+}
+
+}  // namespace
+}  // namespace idist_bench
+
+int main(int argc, char** argv) {
+  using namespace idist_bench;
+  TrainingOptions opts;
+  int code = 0;
+  if (!parse_training_options(argc, argv, opts, code)) return code;
+  try {
+    const auto timeout = std::chrono::milliseconds(std::chrono::seconds(opts.timeout_s));
+    if (opts.backend == "serial") {
+      run(opts);
+    } else if (opts.nproc > 0) {
+      idist::SpawnOptions so;
+      so.nproc_per_node = opts.nproc;
+      so.master_port = opts.port;
+      so.timeout = timeout;
+      idist::spawn(opts.backend, [](int, const TrainingOptions& o) { run(o); }, opts, so);
+    } else {
+      idist::InitOptions io;
+      io.timeout = timeout;
+      idist::initialize(opts.backend, io);
+      run(opts);
+      idist::finalize();
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "idist_bench_training: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
