@@ -37,6 +37,13 @@ TCPStore::TCPStore(std::string host, int port, bool is_server, int world_size, s
     port_ = server_->port();
   }
   client_ = std::make_unique<detail::TCPStoreClient>(host_, port_, timeout_);
+  if (world_size > 0 && check({detail::kWorldSizeKey})) {  // before joining, so a stranger is not counted
+    const auto served = get_string(detail::kWorldSizeKey);
+    if (served != std::to_string(world_size))
+      throw ValueError(fmt::format("TCPStore {}: the store serves a world of {} processes, but this process expects "
+                                   "world_size = {} (another job rendezvousing at the same address and port?)",
+                                   describe(), served, world_size));
+  }
   add(kJoinedKey, 1);
   if (is_server && wait_for_workers && world_size > 0) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(timeout_ - (Clock::now() - start));

@@ -49,7 +49,8 @@ class TCPStore final : public Store {
   /// @param timeout bound on connecting, on the join wait and on every later call (default of get / wait).
   /// @param wait_for_workers with `is_server` and world_size > 0: wait in the constructor until every
   ///        worker joined.
-  /// @throws ValueError for a bad port / timeout; BackendError when the port cannot be bound;
+  /// @throws ValueError for a bad port / timeout, or when the server expects another world_size (two jobs on
+  ///         one port); BackendError when the port cannot be bound;
   ///         TimeoutError when the server cannot be reached or workers do not join within `timeout`.
   TCPStore(std::string host, int port, bool is_server, int world_size, std::chrono::milliseconds timeout,
            bool wait_for_workers = true);

@@ -38,6 +38,9 @@ namespace idist::store::detail {
 
 /// Set by the server when the kJoinedKey counter reaches world_size: what wait_for_workers() waits on.
 inline constexpr const char* kAllJoinedKey = "idist/store/all_joined";
+/// Set by the server at start when it knows world_size: clients compare it with their own, which catches
+/// two jobs rendezvousing on the same MASTER_ADDR:MASTER_PORT.
+inline constexpr const char* kWorldSizeKey = "idist/store/world_size";
 
 inline constexpr std::uint32_t kMagic = 0x54534449;  // bytes 'I' 'D' 'S' 'T' on the wire
 inline constexpr std::size_t kHeaderBytes = 12;

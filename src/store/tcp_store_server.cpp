@@ -309,6 +309,10 @@ class Session : public std::enable_shared_from_this<Session> {
 }  // namespace
 
 ServerImpl::ServerImpl(int port, int world_size_) : world_size(world_size_) {
+  if (world_size > 0) {
+    const auto text = std::to_string(world_size);
+    data[kWorldSizeKey] = std::vector<char>(text.begin(), text.end());
+  }
   // Every interface, IPv6 dual-stack when the host has IPv6, else IPv4.
   std::error_code ec;
   auto listen_on = [&](const tcp::endpoint& ep, bool v6) {

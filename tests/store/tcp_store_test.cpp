@@ -147,6 +147,22 @@ TEST(TCPStore, BadConstructorArguments) {
   EXPECT_THROW(TCPStore("127.0.0.1", 0, true, 1, 0ms), idist::ValueError);
 }
 
+TEST(TCPStore, ClientExpectingAnotherWorldSizeIsRejected) {
+  auto server = make_server(4);
+  try {
+    TCPStore client("127.0.0.1", server->port(), false, 2, 2s);
+    FAIL() << "expected ValueError";
+  } catch (const idist::ValueError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("serves a world of 4 processes"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("world_size = 2"), std::string::npos) << msg;
+  }
+  EXPECT_EQ(server->num_joined(), 1);  // the stranger was not counted
+  TCPStore unknown("127.0.0.1", server->port(), false, 0, 2s);  // a client that does not know the size is fine
+  TCPStore right("127.0.0.1", server->port(), false, 4, 2s);
+  EXPECT_EQ(server->num_joined(), 3);
+}
+
 TEST(TCPStore, PortInUseIsABackendError) {
   auto server = make_server();
   try {
