@@ -27,16 +27,14 @@ TYPED_TEST(AllGatherTyped, OneNumberPerRankInRankOrder) {
   using T = TypeParam;
   const std::vector<T> got = idist::all_gather(value_of_rank<T>(rank()));
   static_assert(std::is_same_v<decltype(idist::all_gather(T{})), std::vector<T>>);
-  ASSERT_EQ(got.size(), std::size_t(world()));
-  for (int q = 0; q < world(); ++q) EXPECT_EQ(to_double(got[std::size_t(q)]), to_double(value_of_rank<T>(q))) << q;
+  EXPECT_EQ(mismatch(got, std::size_t(world()), [](std::size_t q) { return value_of_rank<T>(int(q)); }), "");
 }
 
 TYPED_TEST(AllGatherTyped, SameValueEverywhere) {
   using T = TypeParam;
   const T ten = std::is_same_v<T, bool> ? T(true) : from_int<T>(10);
   const std::vector<T> got = idist::all_gather(ten);  // ignite: all_gather(10) == [10] * ws
-  ASSERT_EQ(got.size(), std::size_t(world()));
-  for (const T& v : got) EXPECT_EQ(to_double(v), to_double(ten));
+  EXPECT_EQ(mismatch(got, std::size_t(world()), [ten](std::size_t) { return ten; }), "");
 }
 
 // Rank r contributes r % 3 elements (rank 0 none), so some ranks are empty and lengths differ.
@@ -55,10 +53,7 @@ TYPED_TEST(AllGatherTyped, DifferentLengthsPerRank) {
   const std::unique_ptr<T[]> mine(new T[std::max<std::size_t>(n, 1)]);
   for (std::size_t i = 0; i < n; ++i) mine[i] = element_of<T>(rank(), i);
   const std::vector<T> got = idist::all_gather(std::span<const T>(mine.get(), n));
-  ASSERT_EQ(got.size(), expected.size());
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    EXPECT_EQ(to_double(T(got[i])), to_double(T(expected[i]))) << i;
-  }
+  EXPECT_EQ(mismatch(got, expected.size(), [&](std::size_t i) { return T(expected[i]); }), "");
 }
 
 TEST(AllGatherSpans, IgnitesFourByTwentyFive) {
@@ -66,9 +61,9 @@ TEST(AllGatherSpans, IgnitesFourByTwentyFive) {
   std::vector<std::int64_t> mine(100);
   for (std::size_t i = 0; i < mine.size(); ++i) mine[i] = std::int64_t(i) * (rank() + 1);
   const std::vector<std::int64_t> got = idist::all_gather(std::span<const std::int64_t>(mine));
-  ASSERT_EQ(got.size(), 100u * std::size_t(world()));
-  for (int q = 0; q < world(); ++q)
-    for (std::size_t i = 0; i < 100; ++i) ASSERT_EQ(got[std::size_t(q) * 100 + i], std::int64_t(i) * (q + 1));
+  EXPECT_EQ(mismatch(got, 100u * std::size_t(world()),
+                     [](std::size_t k) { return std::int64_t(k % 100) * std::int64_t(k / 100 + 1); }),
+            "");
 }
 
 TEST(AllGatherSpans, EmptyEverywhereAndOnlyOnOneRank) {
@@ -81,8 +76,7 @@ TEST(AllGatherSpans, EmptyEverywhereAndOnlyOnOneRank) {
     std::iota(mine.begin(), mine.end(), 7);
   }
   const std::vector<std::int32_t> got = idist::all_gather(mine);
-  ASSERT_EQ(got.size(), n);
-  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], std::int32_t(i) + 7);
+  EXPECT_EQ(mismatch(got, n, [](std::size_t i) { return std::int32_t(i) + 7; }), "");
 }
 
 TEST(AllGatherSpans, AsyncWithEqualLengths) {
@@ -125,8 +119,7 @@ TEST(AllGatherStrings, NinetyThousandCharacters) {
   std::vector<std::string> expected = {"abc"};
   expected.resize(std::size_t(world()), base);
   const std::vector<std::string> got = idist::all_gather(x);
-  ASSERT_EQ(got.size(), expected.size());
-  for (std::size_t q = 0; q < got.size(); ++q) EXPECT_TRUE(got[q] == expected[q]) << "rank " << q << " differs";
+  EXPECT_EQ(mismatch(got, expected.size(), [&](std::size_t q) { return expected[q]; }), "");
 }
 
 std::string non_ascii_of_rank(int q) {
@@ -145,8 +138,7 @@ TEST(AllGatherStrings, NonAsciiAndEmbeddedNul) {
   std::vector<std::string> expected;
   for (int q = 0; q < world(); ++q) expected.push_back(non_ascii_of_rank(q));
   const std::vector<std::string> got = idist::all_gather(non_ascii_of_rank(rank()));
-  ASSERT_EQ(got.size(), expected.size());
-  for (std::size_t q = 0; q < got.size(); ++q) EXPECT_EQ(got[q], expected[q]) << "rank " << q;
+  EXPECT_EQ(got, expected);
   // Every sample on every rank, in one go.
   for (int k = 0; k < 6; ++k) {
     const std::vector<std::string> same = idist::all_gather(non_ascii_of_rank(k));
@@ -170,8 +162,7 @@ TEST(AllGatherObject, BlobsOfDifferentSizes) {
     return b;
   };
   const std::vector<std::vector<std::byte>> got = idist::all_gather_object(blob_of(rank()));
-  ASSERT_EQ(got.size(), std::size_t(world()));
-  for (int q = 0; q < world(); ++q) EXPECT_TRUE(got[std::size_t(q)] == blob_of(q)) << "blob of rank " << q;
+  EXPECT_EQ(mismatch(got, std::size_t(world()), [&](std::size_t q) { return blob_of(int(q)); }), "");
 }
 
 TEST(AllGatherObject, UsersOwnSerialization) {

@@ -128,19 +128,18 @@ TYPED_TEST(AllReduceNumeric, SpanInPlaceElementwise) {
   idist::all_reduce(buf.span());
   const std::vector<T> out = buf.to_host();
   const double even = expected<T>(ReduceOp::Sum, sum_input<T>);
-  for (std::size_t i = 0; i < n; ++i) {
-    const double want = i % 2 == 0 ? even : double(i % 7 + 1);
-    ASSERT_EQ(to_double(out[i]), want) << type_name<T>() << " element " << i;
-  }
+  const auto want = [&](std::size_t i) { return from_int<T>(i % 2 == 0 ? std::int64_t(even) : std::int64_t(i % 7) + 1); };
+  EXPECT_EQ(mismatch(out, n, want), "")
+      << type_name<T>();
 
   // Max / Min elementwise: element i's extreme is on rank i % ws.
   for (std::size_t i = 0; i < n; ++i) host[i] = from_int<T>(int(i % std::size_t(ws)) == r ? 3 : 2);
   SpanBuffer<T> mx(host);
   idist::all_reduce(mx.span(), ReduceOp::Max);
-  for (const T& v : mx.to_host()) ASSERT_EQ(to_double(v), 3.0);
+  EXPECT_EQ(mismatch(mx.to_host(), n, [](std::size_t) { return from_int<T>(3); }), "") << type_name<T>();
   SpanBuffer<T> mn(host);
   idist::all_reduce(mn.span(), "MIN");
-  for (const T& v : mn.to_host()) ASSERT_EQ(to_double(v), ws == 1 ? 3.0 : 2.0);
+  EXPECT_EQ(mismatch(mn.to_host(), n, [ws](std::size_t) { return from_int<T>(ws == 1 ? 3 : 2); }), "") << type_name<T>();
 }
 
 TYPED_TEST(AllReduceNumeric, EmptySpanIsANoOp) {
@@ -218,11 +217,11 @@ TEST(AllReduceBool, SpanOfBools) {
   SpanBuffer<bool> any(std::span<const bool>(input.get(), n));
   idist::all_reduce(any.span(), ReduceOp::Or);
   const std::vector<bool> any_out = any.to_host();
-  for (std::size_t i = 0; i < n; ++i) ASSERT_TRUE(any_out[i]) << i;
+  EXPECT_EQ(mismatch(any_out, n, [](std::size_t) { return true; }), "");
   SpanBuffer<bool> all(std::span<const bool>(input.get(), n));
   idist::all_reduce(all.span(), "AND");
   const std::vector<bool> all_out = all.to_host();
-  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(all_out[i], ws == 1) << i;
+  EXPECT_EQ(mismatch(all_out, n, [ws](std::size_t) { return ws == 1; }), "");
 }
 
 template <class T>
@@ -293,7 +292,7 @@ TEST(AllReduceVectors, LargeBuffer) {
   idist::all_reduce(buf.span());
   const std::vector<float> out = buf.to_host();
   const float factor = float(world() * (world() + 1) / 2);
-  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], factor * float(i % 1000)) << i;
+  EXPECT_EQ(mismatch(out, n, [factor](std::size_t i) { return factor * float(i % 1000); }), "");
 }
 
 TEST(AllReduceAsync, IsCompletedThenWait) {

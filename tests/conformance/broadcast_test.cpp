@@ -56,13 +56,11 @@ TYPED_TEST(BroadcastTyped, SpanFromEverySource) {
     }
     SpanBuffer<T> buf(std::span<const T>(values.get(), n));
     idist::broadcast(buf.span(), src);
-    const std::vector<T> got = buf.to_host();
-    for (std::size_t i = 0; i < n; ++i) {
-      double want;
-      if constexpr (std::is_same_v<T, bool>) want = (i + std::size_t(src)) % 3 == 0;
-      else want = to_double(from_int<T>(std::int64_t((i * 2 + std::size_t(src)) % 101)));
-      ASSERT_EQ(to_double(got[i]), want) << type_name<T>() << " from " << src << " element " << i;
-    }
+    const auto want = [src](std::size_t i) {
+      if constexpr (std::is_same_v<T, bool>) return (i + std::size_t(src)) % 3 == 0;
+      else return from_int<T>(std::int64_t((i * 2 + std::size_t(src)) % 101));
+    };
+    EXPECT_EQ(mismatch(buf.to_host(), n, want), "") << type_name<T>() << " from " << src;
   }
 }
 
@@ -138,8 +136,7 @@ TEST(BroadcastSpans, IgnitesTensorsFromEverySource) {
       for (std::size_t i = 0; i < a.size(); ++i) a[i] = std::int64_t(i) * 2;
     SpanBuffer<std::int64_t> buf(a);
     idist::broadcast(buf.span(), src);
-    const std::vector<std::int64_t> got = buf.to_host();
-    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], std::int64_t(i) * 2) << i;
+    EXPECT_EQ(mismatch(buf.to_host(), 100, [](std::size_t i) { return std::int64_t(i) * 2; }), "") << "from " << src;
   }
 }
 
@@ -157,8 +154,7 @@ TEST(BroadcastSpans, AsyncAndLarge) {
   const auto deadline = std::chrono::steady_clock::now() + 30s;
   while (!w.is_completed() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
   w.wait();
-  const std::vector<double> got = buf.to_host();
-  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], double(i) / 7.0) << i;
+  EXPECT_EQ(mismatch(buf.to_host(), n, [](std::size_t i) { return double(i) / 7.0; }), "");
 }
 
 TEST(BroadcastErrors, SourceOutOfRangeOnEveryRank) {

@@ -105,6 +105,24 @@ double to_double(T v) {
   else return double(v);
 }
 
+/// "" when `got` has `n` elements and got[i] == want(i) for each i; otherwise the size difference,
+/// or how many elements differ and the first of them. Tests check it with EXPECT_EQ(..., "")
+/// instead of ASSERTs in loops, so that a failing rank goes on issuing the test's collectives.
+template <class Got, class Want>
+std::string mismatch(const Got& got, std::size_t n, Want&& want) {
+  if (got.size() != n) return "got " + std::to_string(got.size()) + " elements, expected " + std::to_string(n);
+  using E = std::decay_t<decltype(want(std::size_t{0}))>;
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    if (!(E(got[i]) == want(i)) && bad++ == 0) first = i;
+  if (bad == 0) return {};
+  std::string s = std::to_string(bad) + " of " + std::to_string(n) + " elements differ; element " +
+                  std::to_string(first);
+  if constexpr (std::is_arithmetic_v<E> || is_half_like<E>)
+    s += " is " + std::to_string(to_double(E(got[first]))) + ", expected " + std::to_string(to_double(want(first)));
+  return s;
+}
+
 /// Printable name of element type T.
 template <class T>
 std::string type_name() {
