@@ -66,8 +66,7 @@ class Work {
   bool is_completed();
 
   /// Blocks until the operation finished, then runs the continuations added with then().
-  /// @param timeout how long to wait from now; defaults to what remains of the timeout given at
-  ///        initialize() counted from the operation's start.
+  /// @param timeout how long to wait from now; defaults to the timeout given at initialize().
   /// @throws TimeoutError naming the operation, rank and elapsed milliseconds when it does not finish
   ///         in time; BackendError when the backend reports a failure.
   void wait(std::optional<std::chrono::milliseconds> timeout = std::nullopt);
