@@ -18,7 +18,7 @@ bool parse_collectives_options(int argc, char** argv, CollectivesOptions& o, int
   }
   std::vector<std::string> backends = cpu_backends();
   bool large = false;
-  app.add_flag("--list-backends", "Print the backends this build can measure and exit");
+  app.add_flag("--list-backends")->description("Print the backends this build can measure and exit");
   app.add_option("--backend", o.backend, "Backend to measure")->required()->check(CLI::IsMember(backends));
   app.add_option("--nproc", o.nproc, "Spawn this many workers with idist::spawn (gloo); 0: the ranks were started "
                                      "by mpirun or another launcher")

@@ -21,7 +21,7 @@ bool parse_training_options(int argc, char** argv, TrainingOptions& o, int& exit
   }
   std::vector<std::string> backends{"serial"};
   for (const auto& b : cpu_backends()) backends.push_back(b);
-  app.add_flag("--list-backends", "Print the backends this build can measure and exit");
+  app.add_flag("--list-backends")->description("Print the backends this build can measure and exit");
   app.add_option("--backend", o.backend, "serial (one process, no idist) or a backend")
       ->required()
       ->check(CLI::IsMember(backends));
