@@ -136,40 +136,47 @@ std::optional<int> GlooModel::group_rank(const Group& group) {
   return int(it - ranks.begin());
 }
 
-Work GlooModel::submit(Communicator& comm, const char* op, std::function<void(gloo::Context&)> run) {
+// Runs one gloo operation of `comm`, translating failures into idist errors that name the operation,
+// the rank and the group; the first failure marks the communicator unusable.
+template <class Run>
+void GlooModel::run_guarded(Communicator& comm, const char* op, int rank, const Run& run) {
+  if (comm.broken.load(std::memory_order_acquire)) {
+    std::lock_guard lock(comm.failure_mutex);
+    throw BackendError(std::string(op) + " on rank " + std::to_string(rank) + ": the gloo communicator of group " +
+                       comm.name + " is unusable after an earlier failure (" + comm.failure +
+                       "); call idist::finalize()");
+  }
+  const auto fail = [&](const std::string& detail, bool timed_out) {
+    const std::string msg = std::string(op) + " on rank " + std::to_string(rank) + " (group " + comm.name +
+                            ") failed: " + detail + "; a peer may have died or issued a different collective";
+    {
+      std::lock_guard lock(comm.failure_mutex);
+      if (comm.failure.empty()) comm.failure = msg;
+    }
+    comm.broken.store(true, std::memory_order_release);
+    if (timed_out) throw TimeoutError(msg);
+    throw BackendError(msg);
+  };
+  try {
+    run(*comm.context);
+  } catch (const TimeoutError& e) {
+    fail(e.what(), true);
+  } catch (const Error& e) {
+    fail(e.what(), false);
+  } catch (const gloo::IoException& e) {
+    fail(std::string("gloo I/O error: ") + e.what(), std::strstr(e.what(), "imed out") != nullptr);
+  } catch (const std::exception& e) {
+    fail(std::string("gloo error: ") + e.what(), false);
+  }
+}
+
+template <class Run>
+Work GlooModel::submit(Communicator& comm, const char* op, Run run) {
   const auto timeout = this->timeout();
   const int rank = info_.rank;
-  auto body = [&comm, op, rank, run = std::move(run)] {
-    if (comm.broken.load(std::memory_order_acquire)) {
-      std::lock_guard lock(comm.failure_mutex);
-      throw BackendError(std::string(op) + " on rank " + std::to_string(rank) + ": the gloo communicator of group " +
-                         comm.name + " is unusable after an earlier failure (" + comm.failure +
-                         "); call idist::finalize()");
-    }
-    const auto fail = [&](const std::string& detail, bool timed_out) {
-      const std::string msg = std::string(op) + " on rank " + std::to_string(rank) + " (group " + comm.name +
-                              ") failed: " + detail + "; a peer may have died or issued a different collective";
-      {
-        std::lock_guard lock(comm.failure_mutex);
-        if (comm.failure.empty()) comm.failure = msg;
-      }
-      comm.broken.store(true, std::memory_order_release);
-      if (timed_out) throw TimeoutError(msg);
-      throw BackendError(msg);
-    };
-    try {
-      run(*comm.context);
-    } catch (const TimeoutError& e) {
-      fail(e.what(), true);
-    } catch (const Error& e) {
-      fail(e.what(), false);
-    } catch (const gloo::IoException& e) {
-      fail(std::string("gloo I/O error: ") + e.what(), std::strstr(e.what(), "imed out") != nullptr);
-    } catch (const std::exception& e) {
-      fail(std::string("gloo error: ") + e.what(), false);
-    }
-  };
-  auto impl = comm.lane->submit(std::move(body), std::chrono::steady_clock::now() + timeout);
+  // One closure per operation: the lane's std::function holds it (a single allocation).
+  auto impl = comm.lane->submit([&comm, op, rank, run = std::move(run)] { run_guarded(comm, op, rank, run); },
+                                std::chrono::steady_clock::now() + timeout);
   return Work(std::move(impl), op, rank, timeout);
 }
 

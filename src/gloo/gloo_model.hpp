@@ -91,8 +91,12 @@ class GlooModel final : public ComputationModel {
   Communicator& communicator(const Group& group);
   /// Connects a new communicator over `ranks` (this rank included) under store prefix `prefix`.
   std::unique_ptr<Communicator> connect(std::vector<int> ranks, std::string name, const std::string& prefix);
-  /// Queues `run` on `comm`'s lane and wraps it in a Work named `op`.
-  Work submit(Communicator& comm, const char* op, std::function<void(gloo::Context&)> run);
+  /// Queues `run(gloo::Context&)` on `comm`'s lane and wraps it in a Work named `op`.
+  template <class Run>
+  Work submit(Communicator& comm, const char* op, Run run);
+  /// Runs `run` on `comm`'s context; gloo failures become TimeoutError / BackendError.
+  template <class Run>
+  static void run_guarded(Communicator& comm, const char* op, int rank, const Run& run);
   /// Releases everything in teardown order. `barrier_first`: finalize()'s closing barrier.
   void teardown(bool barrier_first) noexcept;
 

@@ -1,4 +1,13 @@
 // OpLane: per-group ordered execution of blocking gloo operations (see op_lane.hpp).
+//
+// Cost model. A blocking collective is submit() + wait() back to back; the waiting thread runs the
+// operation itself, so the fast path is a few lock / unlock pairs and no system call. Waking the
+// worker costs a futex system call on the caller's path and a thread switch, so the worker is woken
+// only when it is parked; after any activity it stays "lingering" for a while, waking on a timer
+// instead. And a woken worker leaves a fresh operation alone for kGrace, because the caller is
+// usually about to wait for it (and would otherwise block on the worker's result: two thread
+// switches per operation). An operation nobody waits for is therefore started by the worker at most
+// about kGrace after it was issued: non-blocking collectives progress in the background.
 #include "gloo/op_lane.hpp"
 
 #include <pthread.h>
@@ -9,29 +18,45 @@
 
 namespace idist::gloo_backend {
 
+namespace {
+using Clock = std::chrono::steady_clock;
+// How long a fresh operation is left for its caller to run inline, and the worker's timer period
+// while lingering.
+constexpr auto kGrace = std::chrono::microseconds(200);
+// How long the worker keeps waking on a timer after the last operation was submitted, before it
+// parks (and must be woken by a notify again).
+constexpr auto kLinger = std::chrono::milliseconds(20);
+}  // namespace
+
 class OpLane::LaneWork final : public detail::AsyncWorkImpl {
  public:
-  LaneWork(std::weak_ptr<State> lane, std::chrono::steady_clock::time_point inline_ok_from)
+  LaneWork(std::weak_ptr<State> lane, Clock::time_point inline_ok_from)
       : lane_(std::move(lane)), inline_ok_from_(inline_ok_from) {}
-  bool wait_until(std::chrono::steady_clock::time_point deadline) override;
+  bool wait_until(Clock::time_point deadline) override;
 
  private:
+  friend struct OpLane::State;
   std::weak_ptr<State> lane_;
-  std::chrono::steady_clock::time_point inline_ok_from_;
+  Clock::time_point inline_ok_from_;
+  bool done_in_lane_ = false;  // set under the lane's mutex once the operation has run
 };
 
 struct OpLane::State {
   struct Item {
     Op op;
     std::shared_ptr<LaneWork> work;
+    Clock::time_point submitted;
   };
+  enum class Worker { Busy, Lingering, Parked };
+
   std::string name;
   std::mutex mutex;
-  std::condition_variable cv;  // worker: queue became runnable, or stop
+  std::condition_variable cv;  // wakes the worker
   std::deque<Item> queue;
   bool running = false;  // an operation is executing (on the worker or inline)
   bool stopping = false;
-  bool worker_waiting = false;  // the worker sleeps on cv: only then does submit() pay for a notify
+  Worker worker = Worker::Busy;
+  Clock::time_point last_submit{};
 
   // Runs one item outside the lock and publishes its result.
   static void run(Item& item) {
@@ -51,31 +76,48 @@ struct OpLane::State {
     running = true;
     lock.unlock();
     run(item);
-    item = Item{};  // release the operation's buffers before taking the lock again
+    std::shared_ptr<LaneWork> work = std::move(item.work);
+    item = Item{};  // release the operation's captures before taking the lock again
     lock.lock();
+    work->done_in_lane_ = true;
     running = false;
-    if (!queue.empty() && worker_waiting) cv.notify_one();
+    if (!queue.empty() && worker == Worker::Parked) cv.notify_one();
   }
 
   void worker_loop() {
     std::unique_lock lock(mutex);
-    for (;;) {
-      worker_waiting = true;
-      cv.wait(lock, [&] { return stopping || (!running && !queue.empty()); });
-      worker_waiting = false;
-      if (stopping) return;  // stop() fails what is left in the queue
-      run_head(lock);
+    while (!stopping) {
+      const auto now = Clock::now();
+      if (!running && !queue.empty()) {
+        const auto ripe = queue.front().submitted + kGrace;
+        if (now >= ripe) {
+          worker = Worker::Busy;
+          run_head(lock);
+          continue;
+        }
+        worker = Worker::Lingering;
+        cv.wait_until(lock, ripe);
+        continue;
+      }
+      if (now - last_submit < kLinger) {
+        worker = Worker::Lingering;
+        cv.wait_until(lock, now + kGrace);
+        continue;
+      }
+      worker = Worker::Parked;
+      cv.wait(lock);
     }
   }
 };
 
-bool OpLane::LaneWork::wait_until(std::chrono::steady_clock::time_point deadline) {
+bool OpLane::LaneWork::wait_until(Clock::time_point deadline) {
+  // The waiting thread runs the queue up to and including this operation itself (in order, one
+  // at a time), unless it waits with a shorter timeout than the operation's own: then the worker
+  // runs it, so that giving up the wait does not abandon the operation.
   if (deadline >= inline_ok_from_) {
     if (auto lane = lane_.lock()) {
       std::unique_lock lock(lane->mutex);
-      // Run inline only the head of an idle lane: that is exactly what the worker would run next.
-      if (!lane->stopping && !lane->running && !lane->queue.empty() && lane->queue.front().work.get() == this)
-        lane->run_head(lock);
+      while (!done_in_lane_ && !lane->stopping && !lane->running && !lane->queue.empty()) lane->run_head(lock);
     }
   }
   return AsyncWorkImpl::wait_until(deadline);
@@ -89,16 +131,21 @@ OpLane::OpLane(std::string name) : state_(std::make_shared<State>()) {
 
 OpLane::~OpLane() { stop("the gloo backend was finalized"); }
 
-std::shared_ptr<detail::WorkImpl> OpLane::submit(Op op, std::chrono::steady_clock::time_point inline_ok_from) {
+std::shared_ptr<detail::WorkImpl> OpLane::submit(Op op, Clock::time_point inline_ok_from) {
   auto work = std::make_shared<LaneWork>(state_, inline_ok_from);
+  const auto now = Clock::now();
   std::lock_guard lock(state_->mutex);
   if (state_->stopping) {
-    work->finish(std::make_exception_ptr(BackendError("the gloo backend was finalized; cannot run a collective on group " +
-                                                      state_->name)));
+    work->finish(std::make_exception_ptr(
+        BackendError("the gloo backend was finalized; cannot run a collective on group " + state_->name)));
     return work;
   }
-  state_->queue.push_back(State::Item{std::move(op), work});
-  if (state_->worker_waiting && !state_->running) state_->cv.notify_one();
+  state_->queue.push_back(State::Item{std::move(op), work, now});
+  state_->last_submit = now;
+  if (state_->worker == State::Worker::Parked) {
+    state_->worker = State::Worker::Busy;  // one notify is enough
+    state_->cv.notify_one();
+  }
   return work;
 }
 
@@ -111,8 +158,8 @@ void OpLane::stop(const std::string& why) {
   }
   state_->cv.notify_all();
   for (auto& item : left)
-    item.work->finish(std::make_exception_ptr(BackendError(why + "; a collective on group " + state_->name +
-                                                           " was cancelled before it started")));
+    item.work->finish(std::make_exception_ptr(
+        BackendError(why + "; a collective on group " + state_->name + " was cancelled before it started")));
   if (worker_.joinable()) worker_.join();
 }
 

@@ -68,13 +68,20 @@ std::string reason(const Child& c) {
   return "ended abnormally";
 }
 
-// Which failure to blame: the first one seen; among those seen in the same round, a worker that died
-// (signal, or exit without an exception) before one that reported an exception, since the latter
-// are usually survivors noticing the dead peer.
+// How likely a failure is the root cause rather than a consequence: a worker that died (signal, or
+// exit without an exception) first, then one that threw anything but a communication error, then
+// one whose collective failed or timed out (usually a survivor noticing the dead peer).
+int consequence_level(const Child& c) {
+  if (c.report.empty()) return 0;
+  if (c.report.rfind("idist::BackendError", 0) == 0 || c.report.rfind("idist::TimeoutError", 0) == 0) return 2;
+  return 1;
+}
+
+// Which failure to blame: the first one seen; among those seen in the same round, the likeliest
+// root cause, then the lowest rank.
 bool blame_before(const Child& a, const Child& b) {
   if (a.exit_seen != b.exit_seen) return a.exit_seen < b.exit_seen;
-  const bool a_died = a.report.empty(), b_died = b.report.empty();
-  if (a_died != b_died) return a_died;
+  if (consequence_level(a) != consequence_level(b)) return consequence_level(a) < consequence_level(b);
   return a.rank < b.rank;
 }
 
