@@ -11,6 +11,11 @@
 namespace idist::conformance {
 namespace {
 
+// Fixtures: every test reports, on every rank, the ranks where it failed.
+class AllGatherSpans : public Conformance {};
+class AllGatherStrings : public Conformance {};
+class AllGatherObject : public Conformance {};
+
 using namespace std::chrono_literals;
 
 template <class T>
@@ -20,7 +25,7 @@ T value_of_rank(int r) {
 }
 
 template <class T>
-class AllGatherTyped : public ::testing::Test {};
+class AllGatherTyped : public Conformance {};
 TYPED_TEST_SUITE(AllGatherTyped, AllElementTypes);
 
 TYPED_TEST(AllGatherTyped, OneNumberPerRankInRankOrder) {
@@ -56,7 +61,7 @@ TYPED_TEST(AllGatherTyped, DifferentLengthsPerRank) {
   EXPECT_EQ(mismatch(got, expected.size(), [&](std::size_t i) { return T(expected[i]); }), "");
 }
 
-TEST(AllGatherSpans, IgnitesFourByTwentyFive) {
+TEST_F(AllGatherSpans, IgnitesFourByTwentyFive) {
   // torch.arange(100).reshape(4, 25) * (rank + 1), gathered along the first dimension.
   std::vector<std::int64_t> mine(100);
   for (std::size_t i = 0; i < mine.size(); ++i) mine[i] = std::int64_t(i) * (rank() + 1);
@@ -66,7 +71,7 @@ TEST(AllGatherSpans, IgnitesFourByTwentyFive) {
             "");
 }
 
-TEST(AllGatherSpans, EmptyEverywhereAndOnlyOnOneRank) {
+TEST_F(AllGatherSpans, EmptyEverywhereAndOnlyOnOneRank) {
   EXPECT_TRUE(idist::all_gather(std::vector<double>{}).empty());
   // Only the last rank contributes, and a large amount.
   const std::size_t n = 200000;
@@ -79,7 +84,7 @@ TEST(AllGatherSpans, EmptyEverywhereAndOnlyOnOneRank) {
   EXPECT_EQ(mismatch(got, n, [](std::size_t i) { return std::int32_t(i) + 7; }), "");
 }
 
-TEST(AllGatherSpans, AsyncWithEqualLengths) {
+TEST_F(AllGatherSpans, AsyncWithEqualLengths) {
   const std::vector<std::int16_t> in = {std::int16_t(rank()), std::int16_t(-rank()), 42};
   SpanBuffer<std::int16_t> src(in);
   SpanBuffer<std::int16_t> out(std::vector<std::int16_t>(3 * std::size_t(world()), -1));
@@ -92,7 +97,7 @@ TEST(AllGatherSpans, AsyncWithEqualLengths) {
   EXPECT_EQ(out.to_host(), expected);
 }
 
-TEST(AllGatherSpans, AsyncOutputOfTheWrongSizeIsAValueErrorOnEveryRank) {
+TEST_F(AllGatherSpans, AsyncOutputOfTheWrongSizeIsAValueErrorOnEveryRank) {
   SpanBuffer<float> in(std::vector<float>(4, 1.0f));
   SpanBuffer<float> small(std::vector<float>(4 * std::size_t(world()) - 1, 0.0f));
   SpanBuffer<float> large(std::vector<float>(4 * std::size_t(world()) + 4, 0.0f));
@@ -102,7 +107,7 @@ TEST(AllGatherSpans, AsyncOutputOfTheWrongSizeIsAValueErrorOnEveryRank) {
       [&] { idist::all_gather_async(std::span<const float>(in.span()), large.span()); }, "all_gather");
 }
 
-TEST(AllGatherStrings, AbcOnRankZeroTestTestElsewhere) {
+TEST_F(AllGatherStrings, AbcOnRankZeroTestTestElsewhere) {
   const std::string x = rank() == 0 ? "abc" : "test-test";
   std::vector<std::string> expected = {"abc"};
   expected.resize(std::size_t(world()), "test-test");
@@ -111,7 +116,7 @@ TEST(AllGatherStrings, AbcOnRankZeroTestTestElsewhere) {
   EXPECT_EQ(idist::all_gather(std::string_view(x)), expected);
 }
 
-TEST(AllGatherStrings, NinetyThousandCharacters) {
+TEST_F(AllGatherStrings, NinetyThousandCharacters) {
   std::string base;
   for (int i = 0; i < 2000; ++i) base += "tests/ignite/distributed/utils/test_native.py";
   ASSERT_EQ(base.size(), 90000u);
@@ -134,7 +139,7 @@ std::string non_ascii_of_rank(int q) {
   return samples[std::size_t(q) % std::size(samples)] + "#" + std::to_string(q);
 }
 
-TEST(AllGatherStrings, NonAsciiAndEmbeddedNul) {
+TEST_F(AllGatherStrings, NonAsciiAndEmbeddedNul) {
   std::vector<std::string> expected;
   for (int q = 0; q < world(); ++q) expected.push_back(non_ascii_of_rank(q));
   const std::vector<std::string> got = idist::all_gather(non_ascii_of_rank(rank()));
@@ -146,7 +151,7 @@ TEST(AllGatherStrings, NonAsciiAndEmbeddedNul) {
   }
 }
 
-TEST(AllGatherStrings, EmptyStrings) {
+TEST_F(AllGatherStrings, EmptyStrings) {
   EXPECT_EQ(idist::all_gather(""), std::vector<std::string>(std::size_t(world()), ""));
   // Empty everywhere but the last rank.
   const std::string x = rank() == world() - 1 ? "last" : "";
@@ -155,7 +160,7 @@ TEST(AllGatherStrings, EmptyStrings) {
   EXPECT_EQ(idist::all_gather(x), expected);
 }
 
-TEST(AllGatherObject, BlobsOfDifferentSizes) {
+TEST_F(AllGatherObject, BlobsOfDifferentSizes) {
   const auto blob_of = [](int q) {
     std::vector<std::byte> b(std::size_t(q) * 37 + (q == 1 ? 100000 : 0));  // rank 0 empty, rank 1 large
     for (std::size_t i = 0; i < b.size(); ++i) b[i] = std::byte((q * 31 + int(i)) & 0xff);
@@ -165,7 +170,7 @@ TEST(AllGatherObject, BlobsOfDifferentSizes) {
   EXPECT_EQ(mismatch(got, std::size_t(world()), [&](std::size_t q) { return blob_of(int(q)); }), "");
 }
 
-TEST(AllGatherObject, UsersOwnSerialization) {
+TEST_F(AllGatherObject, UsersOwnSerialization) {
   // A user-side "pickle": (rank, name) written as bytes, read back on every rank.
   struct Record {
     std::int32_t rank;

@@ -10,6 +10,12 @@
 namespace idist::conformance {
 namespace {
 
+// Fixtures: every test reports, on every rank, the ranks where it failed.
+class AllReduceBool : public Conformance {};
+class AllReduceErrors : public Conformance {};
+class AllReduceVectors : public Conformance {};
+class AllReduceAsync : public Conformance {};
+
 using idist::ReduceOp;
 using namespace std::chrono_literals;
 
@@ -49,7 +55,7 @@ double expected(ReduceOp op, const std::function<std::int64_t(int)>& input) {
 }
 
 template <class T>
-class AllReduceNumeric : public ::testing::Test {};
+class AllReduceNumeric : public Conformance {};
 TYPED_TEST_SUITE(AllReduceNumeric, NumericElementTypes);
 
 TYPED_TEST(AllReduceNumeric, IgnitesTwoRankPlusOneUnderEachOp) {
@@ -90,7 +96,7 @@ TYPED_TEST(AllReduceNumeric, OpNamesAsIgniteStrings) {
 }
 
 template <class T>
-class AllReduceSigned : public ::testing::Test {};
+class AllReduceSigned : public Conformance {};
 TYPED_TEST_SUITE(AllReduceSigned, SignedElementTypes);
 
 TYPED_TEST(AllReduceSigned, NegativeValuesUnderMinAndMax) {
@@ -152,7 +158,7 @@ TYPED_TEST(AllReduceNumeric, EmptySpanIsANoOp) {
 }
 
 template <class T>
-class AllReduceBitwise : public ::testing::Test {};
+class AllReduceBitwise : public Conformance {};
 TYPED_TEST_SUITE(AllReduceBitwise, IntegerElementTypes);
 
 TYPED_TEST(AllReduceBitwise, AndOrOfTwoRankPlusOne) {
@@ -183,7 +189,7 @@ TYPED_TEST(AllReduceBitwise, OneBitPerRank) {
   EXPECT_EQ(v, (std::vector<T>{want_or, world() == 1 ? T(~bit(0)) : T(~T(0)), T(0), T(~T(0))}));
 }
 
-TEST(AllReduceBool, LogicalOps) {
+TEST_F(AllReduceBool, LogicalOps) {
   const int ws = world();
   const bool only_rank0 = rank() == 0;
   // true on rank 0 only: the "any" ops give true, the "all" ops true only in a world of one.
@@ -209,7 +215,7 @@ TEST(AllReduceBool, LogicalOps) {
   static_assert(std::is_same_v<decltype(idist::all_reduce(true)), bool>);
 }
 
-TEST(AllReduceBool, SpanOfBools) {
+TEST_F(AllReduceBool, SpanOfBools) {
   const int ws = world(), r = rank();
   const std::size_t n = 37;
   auto input = std::make_unique<bool[]>(n);  // element i is true on rank i % ws only
@@ -225,7 +231,7 @@ TEST(AllReduceBool, SpanOfBools) {
 }
 
 template <class T>
-class AllReduceFloating : public ::testing::Test {};
+class AllReduceFloating : public Conformance {};
 TYPED_TEST_SUITE(AllReduceFloating, FloatingElementTypes);
 
 TYPED_TEST(AllReduceFloating, AndOrAreValueErrorsOnEveryRank) {
@@ -257,7 +263,7 @@ TYPED_TEST(AllReduceFloating, FractionalValuesSumExactly) {
   }
 }
 
-TEST(AllReduceErrors, UnknownOpNameOnEveryRank) {
+TEST_F(AllReduceErrors, UnknownOpNameOnEveryRank) {
   expect_value_error_on_every_rank([] { idist::all_reduce(10, "ABC"); }, "Unsupported reduction operation");
   expect_value_error_on_every_rank([] { idist::all_reduce(1.5, "sum"); }, "Unsupported reduction operation");
   expect_value_error_on_every_rank([] {
@@ -267,7 +273,7 @@ TEST(AllReduceErrors, UnknownOpNameOnEveryRank) {
   EXPECT_EQ(idist::all_reduce(10), 10 * world());  // ignite: all_reduce(10) == 10 * ws
 }
 
-TEST(AllReduceVectors, InPlaceVectorOverloads) {
+TEST_F(AllReduceVectors, InPlaceVectorOverloads) {
   const int r = rank(), ws = world();
   std::vector<double> d(16);
   for (std::size_t i = 0; i < d.size(); ++i) d[i] = (2.0 * r + 1.0) * double(i + 1);
@@ -284,7 +290,7 @@ TEST(AllReduceVectors, InPlaceVectorOverloads) {
   EXPECT_EQ(m, std::vector<float>(16, 2.0f * float(ws - 1) + 1.0f));
 }
 
-TEST(AllReduceVectors, LargeBuffer) {
+TEST_F(AllReduceVectors, LargeBuffer) {
   const std::size_t n = std::size_t(1) << 18;
   std::vector<float> host(n);
   for (std::size_t i = 0; i < n; ++i) host[i] = float(rank() + 1) * float(i % 1000);
@@ -295,7 +301,7 @@ TEST(AllReduceVectors, LargeBuffer) {
   EXPECT_EQ(mismatch(out, n, [factor](std::size_t i) { return factor * float(i % 1000); }), "");
 }
 
-TEST(AllReduceAsync, IsCompletedThenWait) {
+TEST_F(AllReduceAsync, IsCompletedThenWait) {
   const int r = rank(), ws = world();
   SpanBuffer<std::int32_t> buf(std::vector<std::int32_t>(64, 2 * r + 1));
   idist::Work w = idist::all_reduce_async(buf.span());
@@ -311,7 +317,7 @@ TEST(AllReduceAsync, IsCompletedThenWait) {
   w.wait();  // waiting again is harmless
 }
 
-TEST(AllReduceAsync, SeveralInFlightWaitedOutOfOrder) {
+TEST_F(AllReduceAsync, SeveralInFlightWaitedOutOfOrder) {
   const int r = rank(), ws = world();
   SpanBuffer<double> a(std::vector<double>(1000, double(r)));
   SpanBuffer<std::int64_t> b(std::vector<std::int64_t>(10, std::int64_t(r)));

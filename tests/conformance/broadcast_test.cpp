@@ -9,6 +9,12 @@
 namespace idist::conformance {
 namespace {
 
+// Fixtures: every test reports, on every rank, the ranks where it failed.
+class BroadcastExact : public Conformance {};
+class BroadcastStrings : public Conformance {};
+class BroadcastSpans : public Conformance {};
+class BroadcastErrors : public Conformance {};
+
 using namespace std::chrono_literals;
 
 template <class T>
@@ -18,7 +24,7 @@ T source_value(int src) {
 }
 
 template <class T>
-class BroadcastTyped : public ::testing::Test {};
+class BroadcastTyped : public Conformance {};
 TYPED_TEST_SUITE(BroadcastTyped, AllElementTypes);
 
 TYPED_TEST(BroadcastTyped, NumberFromEverySource) {
@@ -64,7 +70,7 @@ TYPED_TEST(BroadcastTyped, SpanFromEverySource) {
   }
 }
 
-TEST(BroadcastExact, NumbersKeepEveryBit) {
+TEST_F(BroadcastExact, NumbersKeepEveryBit) {
   for (int src = 0; src < world(); ++src) {
     const bool me = rank() == src;
     EXPECT_EQ(idist::broadcast(me ? 1.0 / 3.0 : 0.0, src), 1.0 / 3.0);
@@ -93,7 +99,7 @@ TEST(BroadcastExact, NumbersKeepEveryBit) {
   }
 }
 
-TEST(BroadcastStrings, DifferentLengthsFromEverySource) {
+TEST_F(BroadcastStrings, DifferentLengthsFromEverySource) {
   std::string long_s;
   for (int i = 0; i < 200; ++i) long_s += "tests/ignite/distributed/utils/test_horovod.py::test_idist_broadcast_hvd";
   for (int src = 0; src < world(); ++src) {
@@ -110,7 +116,7 @@ TEST(BroadcastStrings, DifferentLengthsFromEverySource) {
   }
 }
 
-TEST(BroadcastStrings, SafeModeFromEverySource) {
+TEST_F(BroadcastStrings, SafeModeFromEverySource) {
   for (int src = 0; src < world(); ++src) {
     const bool me = rank() == src;
     EXPECT_EQ(idist::broadcast(me ? std::optional<std::string>("test-abcdefg") : std::nullopt, src, true),
@@ -123,7 +129,7 @@ TEST(BroadcastStrings, SafeModeFromEverySource) {
   }
 }
 
-TEST(BroadcastSpans, IgnitesTensorsFromEverySource) {
+TEST_F(BroadcastSpans, IgnitesTensorsFromEverySource) {
   for (int src = 0; src < world(); ++src) {
     const bool me = rank() == src;
     // torch.tensor([1.2345, 2.3456], dtype=float) vs torch.empty_like
@@ -140,7 +146,7 @@ TEST(BroadcastSpans, IgnitesTensorsFromEverySource) {
   }
 }
 
-TEST(BroadcastSpans, AsyncAndLarge) {
+TEST_F(BroadcastSpans, AsyncAndLarge) {
   const std::size_t n = std::size_t(1) << 18;
   const int src = world() - 1;
   std::vector<double> values(n, -1.0);
@@ -157,7 +163,7 @@ TEST(BroadcastSpans, AsyncAndLarge) {
   EXPECT_EQ(mismatch(buf.to_host(), n, [](std::size_t i) { return double(i) / 7.0; }), "");
 }
 
-TEST(BroadcastErrors, SourceOutOfRangeOnEveryRank) {
+TEST_F(BroadcastErrors, SourceOutOfRangeOnEveryRank) {
   const int ws = world();
   for (int src : {ws, ws + 3, -1}) {
     const std::string needle = std::to_string(src);
@@ -179,7 +185,7 @@ TEST(BroadcastErrors, SourceOutOfRangeOnEveryRank) {
 
 // Safe mode: the source passing std::nullopt makes every rank throw, since the source announces
 // it has no value before any payload is sent.
-TEST(BroadcastErrors, NulloptOnTheSourceInSafeModeOnEveryRank) {
+TEST_F(BroadcastErrors, NulloptOnTheSourceInSafeModeOnEveryRank) {
   for (int src = 0; src < world(); ++src) {
     const bool me = rank() == src;
     expect_value_error_on_every_rank(
@@ -195,7 +201,7 @@ TEST(BroadcastErrors, NulloptOnTheSourceInSafeModeOnEveryRank) {
 
 // Without safe mode std::nullopt is rejected locally, before any communication: every rank passes
 // std::nullopt here, so no rank is left waiting for a source that threw.
-TEST(BroadcastErrors, NulloptWithoutSafeModeIsALocalError) {
+TEST_F(BroadcastErrors, NulloptWithoutSafeModeIsALocalError) {
   for (int src = 0; src < world(); ++src) {
     const char* needle = rank() == src ? "can not be" : "safe_mode";  // ignite's two messages
     expect_value_error_on_every_rank([&] { idist::broadcast(std::optional<int>(), src, false); }, needle);

@@ -9,7 +9,10 @@
 namespace idist::conformance {
 namespace {
 
-TEST(Config, BackendAndModelNameMatchTheBackendUnderTest) {
+// Fixtures: every test reports, on every rank, the ranks where it failed.
+class Config : public Conformance {};
+
+TEST_F(Config, BackendAndModelNameMatchTheBackendUnderTest) {
   const std::string expected = idist::test::backend_under_test();
   if (expected == "serial") {
     EXPECT_EQ(idist::backend(), std::nullopt);
@@ -21,7 +24,7 @@ TEST(Config, BackendAndModelNameMatchTheBackendUnderTest) {
   }
 }
 
-TEST(Config, SanityOfRanksAndNodes) {
+TEST_F(Config, SanityOfRanksAndNodes) {
   const int ws = world(), r = rank();
   EXPECT_GE(r, 0);
   EXPECT_LT(r, ws);
@@ -32,7 +35,7 @@ TEST(Config, SanityOfRanksAndNodes) {
   EXPECT_EQ(ws, idist::get_nnodes() * idist::get_nproc_per_node());
 }
 
-TEST(Config, RanksAreDistinctAndCoverTheWorld) {
+TEST_F(Config, RanksAreDistinctAndCoverTheWorld) {
   std::vector<int> ranks = idist::all_gather(rank());
   std::vector<int> expected(static_cast<std::size_t>(world()));
   std::iota(expected.begin(), expected.end(), 0);
@@ -41,7 +44,7 @@ TEST(Config, RanksAreDistinctAndCoverTheWorld) {
 }
 
 // Local ranks on each host are 0..k-1 and node ranks agree among the ranks of a host.
-TEST(Config, LocalRanksAndNodesAgreeWithHostnames) {
+TEST_F(Config, LocalRanksAndNodesAgreeWithHostnames) {
   const std::vector<std::string> hosts = hostnames();
   const std::vector<int> local = idist::all_gather(idist::get_local_rank());
   const std::vector<int> node = idist::all_gather(idist::get_node_rank());
@@ -64,7 +67,7 @@ TEST(Config, LocalRanksAndNodesAgreeWithHostnames) {
   EXPECT_EQ(int(node_of_host.size()), idist::get_nnodes());
 }
 
-TEST(Config, DeviceIsCpuOrTheLocalCuda) {
+TEST_F(Config, DeviceIsCpuOrTheLocalCuda) {
   const idist::Device d = idist::device();
   if (idist::backend() == std::optional<std::string>("nccl")) {
     EXPECT_EQ(d, (idist::Device{idist::DeviceType::CUDA, idist::get_local_rank()}));

@@ -23,6 +23,15 @@ namespace idist::conformance {
 inline int rank() { return idist::get_rank(); }
 inline int world() { return idist::get_world_size(); }
 
+/// Base fixture of every conformance test. Only rank 0's report is printed in full, so after each
+/// test every rank learns which ranks failed it and the others record a failure naming them: the
+/// summary then lists every test that failed anywhere. (Each rank's own failure messages are
+/// printed with a "[rank R]" prefix by the multi-rank main.)
+class Conformance : public ::testing::Test {
+ protected:
+  void TearDown() override;
+};
+
 /// GTEST_SKIP for cases that need several ranks (the only reason a conformance case may skip).
 #define IDIST_REQUIRE_WORLD_AT_LEAST(n)                                                              \
   do {                                                                                               \

@@ -11,6 +11,20 @@
 
 namespace idist::conformance {
 
+void Conformance::TearDown() {
+  const int failed = HasFailure() ? 1 : 0;
+  std::vector<int> all;
+  try {
+    all = idist::all_gather(failed);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "rank " << rank() << ": gathering the test's outcome failed: " << e.what();
+    return;
+  }
+  if (failed) return;
+  for (std::size_t r = 0; r < all.size(); ++r)
+    if (all[r]) ADD_FAILURE() << "this test failed on rank " << r << " (see its \"[rank " << r << "]\" messages)";
+}
+
 SharedTempDir::SharedTempDir() {
   std::string made;
   if (rank() == 0) {

@@ -7,6 +7,9 @@
 namespace idist::conformance {
 namespace {
 
+// Fixtures: every test reports, on every rank, the ranks where it failed.
+class Groups : public Conformance {};
+
 using idist::ReduceOp;
 
 std::vector<int> ranks_from_one() {
@@ -67,7 +70,7 @@ void check_group_without_rank_zero(const idist::Group& g) {
   EXPECT_EQ(b.to_host(), std::vector<std::int32_t>(4, member ? 77 : 0));
 }
 
-TEST(Groups, NewGroupOfRanksOneToWsMinusOne) {
+TEST_F(Groups, NewGroupOfRanksOneToWsMinusOne) {
   IDIST_REQUIRE_WORLD_AT_LEAST(2);
   const idist::Group g = idist::new_group(ranks_from_one());
   EXPECT_EQ(g.ranks(), ranks_from_one());
@@ -76,7 +79,7 @@ TEST(Groups, NewGroupOfRanksOneToWsMinusOne) {
   for (int i = 0; i < 20; ++i) EXPECT_EQ(idist::all_reduce(1, ReduceOp::Sum, g), rank() == 0 ? 1 : world() - 1);
 }
 
-TEST(Groups, PlainRankListWithoutNewGroup) {
+TEST_F(Groups, PlainRankListWithoutNewGroup) {
   IDIST_REQUIRE_WORLD_AT_LEAST(2);
   check_group_without_rank_zero(ranks_from_one());
   // Also as an initializer list and through a Group built from it.
@@ -87,7 +90,7 @@ TEST(Groups, PlainRankListWithoutNewGroup) {
   EXPECT_EQ(idist::all_reduce(r + 1, ReduceOp::Sum, {0, 1}), r < 2 ? 3 : r + 1);
 }
 
-TEST(Groups, WholeWorldAsARankListInAnyOrder) {
+TEST_F(Groups, WholeWorldAsARankListInAnyOrder) {
   std::vector<int> reversed(static_cast<std::size_t>(world()));
   std::iota(reversed.rbegin(), reversed.rend(), 0);
   const idist::Group g = idist::new_group(reversed);
@@ -99,7 +102,7 @@ TEST(Groups, WholeWorldAsARankListInAnyOrder) {
   idist::barrier(g);
 }
 
-TEST(Groups, DisjointGroupsSideBySide) {
+TEST_F(Groups, DisjointGroupsSideBySide) {
   IDIST_REQUIRE_WORLD_AT_LEAST(2);
   std::vector<int> evens, odds;
   for (int q = 0; q < world(); ++q) (q % 2 ? odds : evens).push_back(q);
@@ -117,7 +120,7 @@ TEST(Groups, DisjointGroupsSideBySide) {
   EXPECT_EQ(idist::all_gather(r, go), r % 2 == 1 ? odds : std::vector<int>{r});
 }
 
-TEST(Groups, SingleRankGroups) {
+TEST_F(Groups, SingleRankGroups) {
   for (int only = 0; only < world(); ++only) {
     const idist::Group g = idist::new_group({only});
     EXPECT_EQ(idist::all_reduce(rank() * 10 + 1, ReduceOp::Sum, g), rank() * 10 + 1);
@@ -126,7 +129,7 @@ TEST(Groups, SingleRankGroups) {
   }
 }
 
-TEST(Groups, BadRankListsAreValueErrorsOnEveryRank) {
+TEST_F(Groups, BadRankListsAreValueErrorsOnEveryRank) {
   const int ws = world();
   expect_value_error_on_every_rank([] { idist::new_group({}); });
   expect_value_error_on_every_rank([] { idist::new_group({0, 0}); }, "distinct");

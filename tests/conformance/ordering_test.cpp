@@ -12,6 +12,11 @@
 namespace idist::conformance {
 namespace {
 
+// Fixtures: every test reports, on every rank, the ranks where it failed.
+class Barrier : public Conformance {};
+class OneRankOnly : public Conformance {};
+class OneRankFirst : public Conformance {};
+
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
@@ -20,7 +25,7 @@ std::string read_file(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-TEST(Barrier, IgnitesValueThenAllReduce) {
+TEST_F(Barrier, IgnitesValueThenAllReduce) {
   float t = float(rank());
   if (rank() == 0) t += 10.0f;
   idist::barrier();
@@ -29,7 +34,7 @@ TEST(Barrier, IgnitesValueThenAllReduce) {
   EXPECT_EQ(idist::all_reduce(t), expected);
 }
 
-TEST(Barrier, NoRankPassesBeforeTheLastOneArrives) {
+TEST_F(Barrier, NoRankPassesBeforeTheLastOneArrives) {
   const SharedTempDir dir;
   const std::vector<std::string> hosts = hostnames();
   const fs::path marker = dir.path() / "rank0-was-here";
@@ -55,13 +60,13 @@ TEST(Barrier, NoRankPassesBeforeTheLastOneArrives) {
   }
 }
 
-TEST(Barrier, ManyInARow) {
+TEST_F(Barrier, ManyInARow) {
   for (int i = 0; i < 50; ++i) idist::barrier();
   EXPECT_EQ(idist::all_reduce(1), world());
 }
 
 // ignite: the last rank sets a value to 100, then all_gather shows it only there.
-TEST(OneRankOnly, OnlyTheChosenRankRuns) {
+TEST_F(OneRankOnly, OnlyTheChosenRankRuns) {
   for (bool with_barrier : {true, false}) {
     const int chosen = world() - 1;
     int value = 0;
@@ -76,7 +81,7 @@ TEST(OneRankOnly, OnlyTheChosenRankRuns) {
   }
 }
 
-TEST(OneRankOnly, WithBarrierTheEffectIsVisibleToAllAfterTheCall) {
+TEST_F(OneRankOnly, WithBarrierTheEffectIsVisibleToAllAfterTheCall) {
   const SharedTempDir dir;
   const std::vector<std::string> hosts = hostnames();
   for (int chosen = 0; chosen < world(); ++chosen) {
@@ -98,7 +103,7 @@ TEST(OneRankOnly, WithBarrierTheEffectIsVisibleToAllAfterTheCall) {
 }
 
 // Inside the guard, the designated rank's effect is visible to every other rank of its host.
-TEST(OneRankFirst, DesignatedRankRunsFirstWorldForm) {
+TEST_F(OneRankFirst, DesignatedRankRunsFirstWorldForm) {
   const SharedTempDir dir;
   const std::vector<std::string> hosts = hostnames();
   for (int first = 0; first < world(); ++first) {
@@ -128,7 +133,7 @@ TEST(OneRankFirst, DesignatedRankRunsFirstWorldForm) {
 }
 
 // Local form: on every host, local rank `first` runs first (one marker per host).
-TEST(OneRankFirst, DesignatedLocalRankRunsFirstOnEachHost) {
+TEST_F(OneRankFirst, DesignatedLocalRankRunsFirstOnEachHost) {
   const SharedTempDir dir;
   for (int first = 0; first < idist::get_nproc_per_node(); ++first) {
     const fs::path marker = dir.path() / ("local-first-" + std::to_string(first) + "-" + idist::hostname());
@@ -146,7 +151,7 @@ TEST(OneRankFirst, DesignatedLocalRankRunsFirstOnEachHost) {
   }
 }
 
-TEST(OneRankFirst, OutOfRangeRankOnEveryRank) {
+TEST_F(OneRankFirst, OutOfRangeRankOnEveryRank) {
   const int ws = world(), nproc = idist::get_nproc_per_node();
   const auto message = [](int size, int given) {
     return "rank should be between 0 and " + std::to_string(size - 1) + ", but given " + std::to_string(given);
@@ -163,7 +168,7 @@ TEST(OneRankFirst, OutOfRangeRankOnEveryRank) {
 
 // The designated rank throws inside the block: it still releases the others, which get through
 // (long before the 60 s timeout) and stay in step for the next collective.
-TEST(OneRankFirst, ExceptionOnTheDesignatedRankDoesNotBlockTheOthers) {
+TEST_F(OneRankFirst, ExceptionOnTheDesignatedRankDoesNotBlockTheOthers) {
   for (int first = 0; first < world(); ++first) {
     bool threw = false;
     try {
