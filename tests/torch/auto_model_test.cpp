@@ -66,7 +66,10 @@ double max_diff(const torch::nn::Module& a, const torch::nn::Module& b) {
 // True when every parameter is bitwise equal to rank 0's.
 bool same_as_rank0(const torch::nn::Module& m) {
   bool same = true;
-  for (const auto& p : m.parameters()) same = same && idist::broadcast(p.detach().clone(), 0).equal(p);
+  for (const auto& p : m.parameters()) {
+    const bool equal = idist::broadcast(p.detach().clone(), 0).equal(p);  // every rank broadcasts every tensor
+    same = same && equal;
+  }
   return idist::all_reduce(int(same), idist::ReduceOp::Min) == 1;
 }
 
@@ -128,7 +131,7 @@ TEST_P(DdpEquivalence, ShardedTrainingMatchesOneProcess) {
   if (cap_mb >= 1)
     EXPECT_EQ(reducer->buckets().size(), 1u);
   else
-    EXPECT_GT(reducer->buckets().size(), 3u);
+    EXPECT_GE(reducer->buckets().size(), 4u);  // 210-byte caps over 8 small tensors
   const std::int64_t share = batch / ws();
   train(*net, [&](torch::Tensor x) { return net->forward(x); }, X, Y, rank() * share, (rank() + 1) * share);
   EXPECT_EQ(reducer->sync_count(), std::size_t(steps));
@@ -147,7 +150,7 @@ TEST_P(DdpEquivalence, ShardedTrainingMatchesOneProcess) {
   EXPECT_TRUE(same_as_rank0(*net));
 }
 
-INSTANTIATE_TEST_SUITE_P(Buckets, DdpEquivalence, ::testing::Values(25.0, 0.0005),
+INSTANTIATE_TEST_SUITE_P(Buckets, DdpEquivalence, ::testing::Values(25.0, 0.0002),
                          [](const auto& info) { return info.param >= 1 ? "OneBucket" : "SeveralBuckets"; });
 
 TEST(NoSync, AccumulatesLocallyThenAveragesTheSum) {
