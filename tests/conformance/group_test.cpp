@@ -64,6 +64,15 @@ void check_group_without_rank_zero(const idist::Group& g) {
   idist::barrier(g);
   idist::barrier_async(g).wait();
 
+  // Equal-length non-blocking all_gather: members get ws-1 slots; rank 0 its own input.
+  const std::vector<std::int32_t> in = {r, -r};
+  SpanBuffer<std::int32_t> gin(in);
+  SpanBuffer<std::int32_t> gout(std::vector<std::int32_t>(member ? 2 * std::size_t(ws - 1) : 2, 99));
+  idist::all_gather_async(std::span<const std::int32_t>(gin.span()), gout.span(), g).wait();
+  std::vector<std::int32_t> expected_slots;
+  for (int q = 1; q < ws; ++q) expected_slots.insert(expected_slots.end(), {q, -q});
+  EXPECT_EQ(gout.to_host(), member ? expected_slots : in);
+
   // broadcast inside the group from world rank ws-1; rank 0 keeps its data.
   SpanBuffer<std::int32_t> b(std::vector<std::int32_t>(4, r == ws - 1 ? 77 : r));
   idist::broadcast_async(b.span(), ws - 1, g).wait();
@@ -118,6 +127,25 @@ TEST_F(Groups, DisjointGroupsSideBySide) {
   EXPECT_EQ(b, r % 2 == 1 ? sum_odds : r + 1);
   EXPECT_EQ(idist::all_gather(r, ge), r % 2 == 0 ? evens : std::vector<int>{r});
   EXPECT_EQ(idist::all_gather(r, go), r % 2 == 1 ? odds : std::vector<int>{r});
+}
+
+// Operations on the world and on a sub-group in flight at the same time, waited in reverse order.
+TEST_F(Groups, AsyncOperationsOnSeveralGroupsInFlight) {
+  IDIST_REQUIRE_WORLD_AT_LEAST(2);
+  const int r = rank(), ws = world();
+  const idist::Group sub = idist::new_group(ranks_from_one());
+  SpanBuffer<double> a(std::vector<double>(1000, 1.0));
+  SpanBuffer<std::int64_t> b(std::vector<std::int64_t>(1000, r));
+  SpanBuffer<float> c(std::vector<float>(1000, 2.0f));
+  idist::Work wa = idist::all_reduce_async(a.span(), ReduceOp::Sum);
+  idist::Work wb = idist::all_reduce_async(b.span(), ReduceOp::Max, sub);
+  idist::Work wc = idist::all_reduce_async(c.span(), ReduceOp::Product);
+  wc.wait();
+  wb.wait();
+  wa.wait();
+  EXPECT_EQ(a.to_host(), std::vector<double>(1000, double(ws)));
+  EXPECT_EQ(b.to_host(), std::vector<std::int64_t>(1000, r == 0 ? 0 : ws - 1));
+  EXPECT_EQ(c.to_host(), std::vector<float>(1000, float(1 << ws)));
 }
 
 TEST_F(Groups, SingleRankGroups) {
