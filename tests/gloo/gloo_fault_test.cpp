@@ -167,6 +167,16 @@ TEST(GlooFaults, InitializationFailureIsReported) {
   EXPECT_TRUE(idist::test::no_children_left());
 }
 
+TEST(GlooFaults, UnknownAllReduceAlgorithmIsReported) {
+  setenv("IDIST_GLOO_ALLREDUCE", "tree", 1);
+  const idist::SpawnError e = expect_spawn_error([] { idist::spawn("gloo", [](int) {}, options(2, std::chrono::seconds(10))); });
+  unsetenv("IDIST_GLOO_ALLREDUCE");
+  EXPECT_NE(std::string(e.what()).find("IDIST_GLOO_ALLREDUCE should be 'ring' or 'bcube', but given 'tree'"),
+            std::string::npos)
+      << e.what();
+  EXPECT_TRUE(idist::test::no_children_left());
+}
+
 TEST(GlooFaults, SuccessfulSpawnLeavesNoChild) {
   idist::spawn("gloo", [](int) { idist::barrier(); }, options(3, std::chrono::seconds(20)));
   EXPECT_TRUE(idist::test::no_children_left());

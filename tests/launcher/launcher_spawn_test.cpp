@@ -228,4 +228,50 @@ TEST(Spawn, TwoNodeEmulationFormsOneWorldOfFour) {
   EXPECT_TRUE(idist::test::no_children_left());
 }
 
+// Workers die with the process that spawned them (PR_SET_PDEATHSIG): kill a launcher with SIGKILL
+// while its workers sleep, and every worker must be gone shortly after.
+TEST(Spawn, WorkersDieWithTheLauncher) {
+  ScratchDir dir;
+  const int port = free_tcp_port();
+  std::fflush(nullptr);
+  const pid_t launcher = fork();
+  if (launcher == 0) {
+    try {
+      idist::spawn("gloo", [&](int) {
+        write_text(dir.file("pid" + std::to_string(idist::get_rank())), std::to_string(getpid()));
+        std::this_thread::sleep_for(std::chrono::seconds(120));
+      }, idist::SpawnOptions{.nproc_per_node = 2, .master_port = port, .timeout = kTimeout});
+    } catch (...) {
+    }
+    _exit(0);
+  }
+  std::vector<int> pids;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (pids.size() < 2 && std::chrono::steady_clock::now() < deadline) {
+    pids.clear();
+    for (int r = 0; r < 2; ++r) {
+      const std::string text = read_text(dir.file("pid" + std::to_string(r)));
+      if (text != "<missing>") pids.push_back(std::stoi(text));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(pids.size(), 2u) << "the workers did not start";
+  kill(launcher, SIGKILL);
+  waitpid(launcher, nullptr, 0);
+  // A worker is gone when its /proc entry disappeared or it is a zombie waiting for its new parent.
+  const auto gone = [](int pid) {
+    const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+    if (stat == "<missing>") return true;
+    const auto close = stat.rfind(')');
+    return close != std::string::npos && stat.size() > close + 2 && stat[close + 2] == 'Z';
+  };
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!(gone(pids[0]) && gone(pids[1])) && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(gone(pids[0])) << "worker " << pids[0] << " outlived its launcher";
+  EXPECT_TRUE(gone(pids[1])) << "worker " << pids[1] << " outlived its launcher";
+  for (int pid : pids)
+    if (!gone(pid)) kill(pid, SIGKILL);  // do not leave it behind if the test failed
+}
+
 }  // namespace
