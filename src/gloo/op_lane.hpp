@@ -18,9 +18,11 @@ namespace idist::gloo_backend {
 /// they were issued, so that collectives stay in the same order on every rank and a non-blocking
 /// collective (e.g. a gradient bucket) overlaps the caller's computation.
 ///
-/// Blocking calls stay cheap: when the caller waits for the operation at the head of an idle lane
-/// it runs the operation itself instead of handing it to the worker (no thread switch). That keeps
-/// the issue order, because only the head of the queue is ever taken and never two at once.
+/// Blocking calls stay cheap: a thread that waits for an operation (with the default timeout) runs
+/// the lane's queue up to and including that operation itself, in order, instead of handing it to
+/// the worker (no thread switch, no system call). The worker leaves a fresh operation alone for a
+/// short grace period and starts it only when nobody claimed it, so a non-blocking collective starts
+/// in the background within about 0.2 ms of being issued. See op_lane.cpp for the cost model.
 class OpLane {
  public:
   /// An operation: runs the gloo algorithm, throwing an idist::Error on failure.
