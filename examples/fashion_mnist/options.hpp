@@ -9,6 +9,12 @@ namespace fashion_mnist {
 /// Where the Debian package dataset-fashion-mnist installs the data.
 inline constexpr const char* kDefaultDataDir = "/usr/share/datasets/fashion-mnist";
 
+/// How the learning rate changes over the run.
+enum class LrSchedule {
+  Constant,  ///< --lr throughout
+  Linear,    ///< from --lr down to 0, linearly in the step count over all epochs
+};
+
 /// Everything the command line sets.
 struct Options {
   std::string backend = "serial";          ///< "serial", "mpi" or "gloo"
@@ -16,6 +22,7 @@ struct Options {
   std::int64_t batch_size = 64;            ///< global batch size (all ranks together), >= 1
   double lr = 0.05;                        ///< SGD learning rate
   double momentum = 0.9;                   ///< SGD momentum
+  LrSchedule lr_schedule = LrSchedule::Linear;  ///< learning-rate schedule
   std::uint32_t limit = 0;                 ///< train on the first `limit` images only; 0 = all 60 000
   std::string data_dir = kDefaultDataDir;  ///< folder of the four IDX gzip files
   std::uint64_t seed = 0;                  ///< seeds the weights and the shuffling
