@@ -142,6 +142,8 @@ TEST(Reducer, UnusedParametersAreNamed) {
   EXPECT_NE(msg.find("unused.weight, unused.bias"), std::string::npos) << msg;
   EXPECT_NE(msg.find("find_unused_parameters"), std::string::npos) << msg;
   EXPECT_EQ(reducer->sync_count(), 0u);
+  // The autograd engine rethrows the final callback's exception as it is.
+  EXPECT_THROW(net->used(x).sum().backward(), idist::ValueError);
   // The reducer recovers: a backward that uses everything synchronises.
   (net->used(x).sum() + net->unused(x).sum()).backward();
   EXPECT_EQ(reducer->sync_count(), 1u);

@@ -171,26 +171,9 @@ inline void verify_same_model(const torch::nn::Module& module) {
 
 /// Copies rank 0's parameters and buffers to every rank, one broadcast per dtype and device.
 inline void broadcast_module_states(const torch::nn::Module& module) {
-  std::map<std::string, std::vector<at::Tensor>> groups;  // ordered: the same order on every rank
-  for (const auto& p : module.named_parameters(true))
-    groups[std::string(c10::toString(p.value().scalar_type())) + "@" + p.value().device().str()].push_back(
-        p.value().detach());
-  for (const auto& b : module.named_buffers(true))
-    if (b.value().defined())
-      groups[std::string(c10::toString(b.value().scalar_type())) + "@" + b.value().device().str()].push_back(
-          b.value().detach());
-  at::NoGradGuard no_grad;
-  for (auto& [key, tensors] : groups) {
-    std::vector<at::Tensor> flat_parts;
-    for (const auto& t : tensors) flat_parts.push_back(t.reshape({-1}));
-    at::Tensor flat = at::cat(flat_parts);
-    broadcast(flat, 0);
-    std::int64_t offset = 0;
-    for (auto& t : tensors) {
-      t.copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
-      offset += t.numel();
-    }
-  }
+  std::vector<at::Tensor> states = module.parameters(true);
+  for (const auto& b : module.buffers(true)) states.push_back(b);
+  broadcast_coalesced(states, 0);
 }
 
 }  // namespace detail

@@ -87,6 +87,28 @@ inline std::vector<std::vector<std::size_t>> assign_buckets(const std::vector<st
   return out;
 }
 
+/// Broadcasts `tensors` from world rank `src` in place, one broadcast per dtype and device (the
+/// tensors of a group are packed into one flat buffer and unpacked after). Every rank passes the
+/// same list of shapes and dtypes.
+inline void broadcast_coalesced(const std::vector<at::Tensor>& tensors, int src) {
+  std::map<std::string, std::vector<at::Tensor>> groups;  // ordered: the same order on every rank
+  for (const auto& t : tensors)
+    if (t.defined() && t.numel() > 0)
+      groups[std::string(c10::toString(t.scalar_type())) + "@" + t.device().str()].push_back(t.detach());
+  at::NoGradGuard no_grad;
+  for (auto& [key, group] : groups) {
+    std::vector<at::Tensor> parts;
+    for (const auto& t : group) parts.push_back(t.reshape({-1}));
+    at::Tensor flat = at::cat(parts);
+    idist::broadcast(flat, src);
+    std::int64_t offset = 0;
+    for (auto& t : group) {
+      t.copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
+      offset += t.numel();
+    }
+  }
+}
+
 /// Averages the gradients of one module's parameters across the ranks of the world during
 /// backward, DistributedDataParallel's way (see the file comment). Created by auto_model for world
 /// size > 1; also usable directly (with world size 1 it only exercises the machinery).
@@ -191,6 +213,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     if (!(opts_.bucket_cap_mb > 0))
       throw ValueError("auto_model: bucket_cap_mb should be positive, but given " + std::to_string(opts_.bucket_cap_mb));
     world_size_ = get_world_size();
+    world_size_tensor_ = at::scalar_tensor(double(world_size_), at::kDouble);
 
     // Parameters that need a gradient, once each (a shared parameter is registered under
     // several names), in registration order.
@@ -272,26 +295,32 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
       if (!require_sync_) return;  // no_sync(): gradients accumulate locally
       prepare_backward();
     }
-    ready_[i] = true;
-    used_[i] = 1;
-    const at::Tensor& grad = params_[i].grad();
-    at::Tensor& view = views_[i];
-    {
-      at::NoGradGuard no_grad;
-      if (!grad.defined()) {
-        view.zero_();
-      } else {
-        if (grad.is_sparse())
-          throw ValueError("auto_model: parameter '" + names_[i] +
-                           "' has a sparse gradient; idist averages dense gradients only");
-        view.copy_(grad);
-        if (world_size_ > 1) view.div_(world_size_);
+    try {
+      ready_[i] = true;
+      used_[i] = 1;
+      const at::Tensor& grad = params_[i].grad();
+      at::Tensor& view = views_[i];
+      {
+        at::NoGradGuard no_grad;
+        if (!grad.defined()) {
+          view.zero_();
+        } else {
+          if (grad.is_sparse())
+            throw ValueError("auto_model: parameter '" + names_[i] +
+                             "' has a sparse gradient; idist averages dense gradients only");
+          at::div_out(view, grad, world_size_tensor_);  // copy and average in one pass
+        }
       }
+      Bucket& b = buckets_[slots_[i].bucket];
+      if (--b.pending == 0) launch_ready_buckets();
+      // Drive progress of what is in flight (some backends progress only when polled).
+      for (std::size_t k = 0; k < next_bucket_; ++k) buckets_[k].work.is_completed();
+    } catch (...) {
+      // The backward fails with this error; leave nothing half-done for the next one.
+      drain_quietly();
+      in_backward_ = false;
+      throw;
     }
-    Bucket& b = buckets_[slots_[i].bucket];
-    if (--b.pending == 0) launch_ready_buckets();
-    // Drive progress of what is in flight (some backends progress only when polled).
-    for (std::size_t k = 0; k < next_bucket_; ++k) buckets_[k].work.is_completed();
   }
 
   /// Launches, in bucket order, every bucket whose gradients are all in.
@@ -371,13 +400,11 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   }
 
   /// Copies rank 0's buffers (e.g. batch-norm running statistics) to every rank.
-  void broadcast_buffers() {
-    for (auto& buf : buffers_)
-      if (buf.defined() && buf.numel() > 0) idist::broadcast(buf.detach(), 0);
-  }
+  void broadcast_buffers() { broadcast_coalesced(buffers_, 0); }
 
   Options opts_;
   int world_size_ = 1;
+  at::Tensor world_size_tensor_;  // 0-dim divisor of the averaging
   std::vector<at::Tensor> params_;
   std::vector<std::string> names_;
   std::vector<at::Tensor> buffers_;
