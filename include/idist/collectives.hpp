@@ -8,8 +8,9 @@
 /// - `group` defaults to the whole world and also accepts a plain rank list; a rank outside the
 ///   group gets its input back unchanged (ignite's behaviour).
 /// - Blocking calls wait at most the timeout given at initialize(); then TimeoutError.
-/// - Spans are host memory for serial, mpi and gloo, and device memory of idist::device() for
-///   nccl. Scalars and strings are always host values.
+/// - The in-place and async span overloads (all_reduce, broadcast, all_gather_async) take host
+///   memory for serial, mpi and gloo, and device memory of idist::device() for nccl. Everything
+///   else (scalars, strings, std::vector arguments and results) is host memory on every backend.
 /// - Collectives of one group must be issued in the same order on every rank.
 
 #include <algorithm>
@@ -44,8 +45,26 @@ Buffer host_buffer(T& value) {
   return Buffer{&value, 1, dtype_of<T>, Device{}};
 }
 
+/// Non-blocking in-place all-reduce of `data` living on `device`; ranks outside `group` get a
+/// completed Work.
+template <Element T>
+Work all_reduce_on(std::span<T> data, Device device, ReduceOp op, const Group& group) {
+  ComputationModel& m = current_model();
+  if (!m.group_rank(group)) return Work{};
+  return m.all_reduce(buffer_of(data, device), op, group);
+}
+
 /// Throws ValueError unless 0 <= src < world size.
 void check_src(const ComputationModel& model, int src, std::string_view fn);
+
+/// Non-blocking in-place broadcast of `data` living on `device` from world rank `src`.
+template <Element T>
+Work broadcast_on(std::span<T> data, Device device, int src, const Group& group) {
+  ComputationModel& m = current_model();
+  check_src(m, src, "broadcast");
+  if (!m.group_rank(group)) return Work{};
+  return m.broadcast(buffer_of(data, device), src, group);
+}
 
 /// Gathers `in` whose element count may differ between ranks. Returns the concatenation in rank
 /// order and sets `counts` to each rank's element count. Handles ranks outside `group`.
@@ -70,9 +89,7 @@ void check_broadcast_presence(bool present, bool is_src, bool safe_mode);
 /// @throws ValueError for an op the element type cannot take (And / Or on floating types).
 template <Element T>
 Work all_reduce_async(std::span<T> data, ReduceOp op = ReduceOp::Sum, const Group& group = {}) {
-  ComputationModel& m = current_model();
-  if (!m.group_rank(group)) return Work{};
-  return m.all_reduce(detail::buffer_of(data, detail::span_device(m)), op, group);
+  return detail::all_reduce_on(data, detail::span_device(current_model()), op, group);
 }
 
 /// In-place reduction of the contiguous `data` (same length on every rank) with `op` over `group`.
@@ -94,21 +111,21 @@ void all_reduce(std::span<T> data, std::string_view op, const Group& group = {})
 template <Element T>
   requires(!std::is_same_v<T, bool>)
 void all_reduce(std::vector<T>& data, ReduceOp op = ReduceOp::Sum, const Group& group = {}) {
-  all_reduce(std::span<T>(data), op, group);
+  detail::all_reduce_on(std::span<T>(data), Device{}, op, group).wait();
 }
 
 /// In-place reduction of a vector, with ignite's op name.
 template <Element T>
   requires(!std::is_same_v<T, bool>)
 void all_reduce(std::vector<T>& data, std::string_view op, const Group& group = {}) {
-  all_reduce(std::span<T>(data), parse_reduce_op(op), group);
+  all_reduce(data, parse_reduce_op(op), group);
 }
 
 /// Reduces one number over `group` and returns the result in the same C++ type (an int stays an
 /// int). Mirrors ignite.distributed.all_reduce on a Python number. Serial: returns `value`.
 template <Element T>
 T all_reduce(T value, ReduceOp op = ReduceOp::Sum, const Group& group = {}) {
-  all_reduce(std::span<T>(&value, 1), op, group);
+  detail::all_reduce_on(std::span<T>(&value, 1), Device{}, op, group).wait();
   return value;
 }
 
@@ -192,10 +209,7 @@ std::vector<std::vector<std::byte>> all_gather_object(std::span<const std::byte>
 /// @throws ValueError when src is outside [0, world size).
 template <Element T>
 Work broadcast_async(std::span<T> data, int src = 0, const Group& group = {}) {
-  ComputationModel& m = current_model();
-  detail::check_src(m, src, "broadcast");
-  if (!m.group_rank(group)) return Work{};
-  return m.broadcast(detail::buffer_of(data, detail::span_device(m)), src, group);
+  return detail::broadcast_on(data, detail::span_device(current_model()), src, group);
 }
 
 /// In-place broadcast of `data` (same length on every rank) from rank `src`.
@@ -210,7 +224,7 @@ void broadcast(std::span<T> data, int src = 0) {
 template <Element T>
   requires(!std::is_same_v<T, bool>)
 void broadcast(std::vector<T>& data, int src = 0) {
-  broadcast(std::span<T>(data), src);
+  detail::broadcast_on(std::span<T>(data), Device{}, src, Group{}).wait();
 }
 
 /// Returns rank `src`'s `value` on every rank, exactly (no rounding, same C++ type).
@@ -218,7 +232,7 @@ void broadcast(std::vector<T>& data, int src = 0) {
 /// @throws ValueError when src is outside [0, world size).
 template <Element T>
 T broadcast(T value, int src = 0) {
-  broadcast(std::span<T>(&value, 1), src);
+  detail::broadcast_on(std::span<T>(&value, 1), Device{}, src, Group{}).wait();
   return value;
 }
 
@@ -243,6 +257,10 @@ T broadcast(std::optional<T> value, int src, bool safe_mode) {
     std::memcpy(bytes.data(), &*value, sizeof(T));
   }
   detail::broadcast_bytes(bytes, !is_src || value.has_value(), src, "broadcast");
+  if (bytes.size() != sizeof(T))
+    throw BackendError("broadcast: received " + std::to_string(bytes.size()) + " bytes from rank " +
+                       std::to_string(src) + ", expected " + std::to_string(sizeof(T)) +
+                       " (ranks disagree on the element type)");
   T out{};
   std::memcpy(&out, bytes.data(), sizeof(T));
   return out;

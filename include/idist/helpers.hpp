@@ -14,7 +14,8 @@
 namespace idist {
 
 /// Wraps `fn` so that calling the result runs `fn` only on world rank `rank`, returning its result
-/// as std::optional (std::nullopt elsewhere; for a void `fn`, the callable returns void). With
+/// as std::optional (std::nullopt elsewhere; a reference result is copied; for a void `fn`, the
+/// callable returns void). With
 /// `with_barrier`, every rank then waits on a barrier. Mirrors ignite.distributed.one_rank_only.
 ///
 ///     auto log = idist::one_rank_only([](int epoch) { fmt::print("epoch {}\n", epoch); });
@@ -27,7 +28,7 @@ auto one_rank_only(Fn fn, int rank = 0, bool with_barrier = false) {
       if (get_rank() == rank) std::invoke(fn, std::forward<decltype(args)>(args)...);
       if (with_barrier) barrier();
     } else {
-      std::optional<R> out;
+      std::optional<std::decay_t<R>> out;  // a returned reference is copied: optional<T&> does not exist
       if (get_rank() == rank) out.emplace(std::invoke(fn, std::forward<decltype(args)>(args)...));
       if (with_barrier) barrier();
       return out;
