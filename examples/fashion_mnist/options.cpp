@@ -1,11 +1,24 @@
 #include "options.hpp"
 
-#include <map>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 namespace fashion_mnist {
+namespace {
+
+// "must be > 0" with a readable message (CLI11's PositiveNumber prints the double range).
+const CLI::Validator kPositive(
+    [](std::string& value) -> std::string {
+      try {
+        if (std::stod(value) > 0) return {};
+      } catch (const std::exception&) {
+      }
+      return "expected a number > 0, got '" + value + "'";
+    },
+    "> 0", "Positive");
+
+}  // namespace
 
 std::optional<int> parse_options(int argc, char** argv, Options& o) {
   CLI::App app{"Trains a small CNN on Fashion-MNIST with idist (data-parallel over the ranks)."};
@@ -14,16 +27,16 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   app.add_option("--backend", o.backend, "serial, mpi (launch with mpirun) or gloo")
       ->check(CLI::IsMember({"serial", "mpi", "gloo"}))
       ->capture_default_str();
-  app.add_option("--epochs", o.epochs, "training epochs")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--epochs", o.epochs, "training epochs")->check(kPositive)->capture_default_str();
   app.add_option("--batch-size", o.batch_size, "global batch size, divided among the ranks")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
-  app.add_option("--lr", o.lr, "SGD learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--lr", o.lr, "SGD learning rate")->check(kPositive)->capture_default_str();
   app.add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0))->capture_default_str();
-  const std::map<std::string, LrSchedule> schedules{{"linear", LrSchedule::Linear}, {"constant", LrSchedule::Constant}};
-  app.add_option("--lr-schedule", o.lr_schedule, "linear (decay to 0 over the run) or constant")
-      ->transform(CLI::CheckedTransformer(schedules, CLI::ignore_case))
-      ->default_str("linear");
+  std::string schedule = o.lr_schedule == LrSchedule::Linear ? "linear" : "constant";
+  app.add_option("--lr-schedule", schedule, "linear (decay to 0 over the run) or constant")
+      ->check(CLI::IsMember({"linear", "constant"}))
+      ->capture_default_str();
   app.add_option("--limit", o.limit, "train on the first N training images only (0: all)")->capture_default_str();
   app.add_option("--data-dir", o.data_dir, "folder holding the Fashion-MNIST IDX gzip files")->capture_default_str();
   app.add_option("--seed", o.seed, "random seed of the weights and the shuffling")->capture_default_str();
@@ -31,18 +44,19 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--log-every", o.log_every, "seconds between progress lines")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   app.add_option("--timeout", o.timeout, "seconds a collective may wait before failing")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   app.add_option("--nproc-per-node", o.nproc_per_node, "spawn this many worker processes (gloo only)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  o.lr_schedule = schedule == "linear" ? LrSchedule::Linear : LrSchedule::Constant;
   return std::nullopt;
 }
 
