@@ -103,7 +103,10 @@ std::shared_ptr<Communicator> Communicator::split(Communicator& parent, bool mem
                        nccl_error_text(res, parent.handle()));
   // The parent is busy until the split completes; non-members only wait for that.
   parent.settle(res, what, deadline);
-  if (!member || !comm) return nullptr;
+  if (!member) return nullptr;
+  if (!comm)
+    throw BackendError("nccl: " + what + " on rank " + std::to_string(info.world_rank) +
+                       ": ncclCommSplit returned no communicator for a member");
   int nranks = 0, rank = 0;
   std::shared_ptr<Communicator> c;
   try {

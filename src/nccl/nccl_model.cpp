@@ -222,14 +222,14 @@ Work NCCLModel::all_gather_v(ConstBuffer in, Buffer out, std::span<const std::si
   auto* dout = static_cast<char*>(o.output(out));
   const std::size_t esize = dtype_size(in.dtype);
   // One broadcast per contributing rank, fused into one NCCL launch by the group.
-  o.nccl(ncclGroupStart());
+  o.nccl_queued(ncclGroupStart());
   try {
     std::size_t offset = 0;
     for (std::size_t r = 0; r < counts.size(); ++r) {
       const std::size_t bytes = counts[r] * esize;
       if (bytes == 0) continue;
       const void* send = int(r) == *me ? din : dout + offset;
-      o.nccl(ncclBroadcast(send, dout + offset, bytes, ncclUint8, int(r), o.handle(), o.stream()));
+      o.nccl_queued(ncclBroadcast(send, dout + offset, bytes, ncclUint8, int(r), o.handle(), o.stream()));
       offset += bytes;
     }
   } catch (...) {

@@ -97,6 +97,12 @@ void Op::host(std::function<void()> fn) {
 
 void Op::nccl(ncclResult_t res) { comm_->settle(res, state_->name, state_->deadline); }
 
+void Op::nccl_queued(ncclResult_t res) {
+  if (res == ncclSuccess || res == ncclInProgress) return;
+  throw BackendError("nccl: " + state_->name + " on rank " + std::to_string(comm_->info().world_rank) +
+                     " (communicator " + comm_->info().name + ") failed: " + nccl_error_text(res, comm_->handle()));
+}
+
 void Op::copy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
   if (bytes == 0) return;
   check_cuda(cudaMemcpyAsync(dst, src, bytes, kind, comm_->stream()), "cudaMemcpyAsync (" + state_->name + ")");

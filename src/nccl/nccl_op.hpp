@@ -57,6 +57,10 @@ class Op {
   /// Completes an NCCL call (settles non-blocking communicators).
   /// @throws BackendError / TimeoutError naming the op.
   void nccl(ncclResult_t res);
+  /// Checks an NCCL call made between ncclGroupStart and ncclGroupEnd: it is only queued there, so
+  /// nothing is settled (ncclGroupEnd is, through nccl()).
+  /// @throws BackendError naming the op when NCCL reports an error.
+  void nccl_queued(ncclResult_t res);
   /// Enqueues an asynchronous copy on the communication stream.
   void copy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind);
 
