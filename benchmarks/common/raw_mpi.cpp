@@ -25,8 +25,10 @@ class RawMpi final : public RawBackend {
   RawMpi(MPI_Comm comm, bool nonblocking) : comm_(comm), nb_(nonblocking) {}
 
   std::string call_name(const std::string& op) const override {
-    const char* b = op == "all_reduce" ? "Allreduce" : op == "all_gather" ? "Allgather" : op == "broadcast" ? "Bcast" : "Barrier";
-    return std::string(nb_ ? "MPI_I" : "MPI_") + (nb_ ? std::string(1, char(b[0] - 'A' + 'a')) + (b + 1) : b);
+    if (op == "all_reduce") return nb_ ? "MPI_Iallreduce" : "MPI_Allreduce";
+    if (op == "all_gather") return nb_ ? "MPI_Iallgather" : "MPI_Allgather";
+    if (op == "broadcast") return nb_ ? "MPI_Ibcast" : "MPI_Bcast";
+    return nb_ ? "MPI_Ibarrier" : "MPI_Barrier";
   }
 
   void all_reduce_sum(float* data, std::size_t count) override {
