@@ -106,6 +106,9 @@ TEST(Reducer, GradientsAreSynchronisedEveryBackward) {
     net->forward(x).pow(2).mean().backward();
     ref->forward(x).pow(2).mean().backward();
     EXPECT_EQ(reducer->sync_count(), std::size_t(step));
+    // Every bucket was launched from a hook, as soon as its gradients were in.
+    EXPECT_EQ(reducer->early_launches(), reducer->buckets().size());
+    EXPECT_EQ(reducer->buckets().size(), 3u);
     auto p = net->parameters();
     auto q = ref->parameters();
     for (std::size_t i = 0; i < p.size(); ++i) {
@@ -157,6 +160,7 @@ TEST(Reducer, FindUnusedParametersTolerates) {
   const auto x = torch::randn({2, 4});
   net->used(x).sum().backward();
   EXPECT_EQ(reducer->sync_count(), 1u);
+  EXPECT_EQ(reducer->early_launches(), 0u);  // the one bucket waited for the final callback
   EXPECT_FALSE(net->unused->weight.grad().defined());  // nobody used it: left alone
   ASSERT_TRUE(net->used->weight.grad().defined());
   EXPECT_TRUE(net->used->weight.grad().allclose(x.sum(0).expand({3, 4})));

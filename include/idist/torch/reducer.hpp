@@ -176,6 +176,12 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     std::lock_guard lock(mutex_);
     return sync_count_;
   }
+  /// Buckets whose all-reduce the hooks launched during the last synchronised backward, before
+  /// its final callback: the communication that overlapped the rest of the backward.
+  std::size_t early_launches() const {
+    std::lock_guard lock(mutex_);
+    return early_launches_;
+  }
 
  private:
   /// One parameter's place in its bucket.
@@ -348,6 +354,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   void finalize_backward() {
     std::lock_guard lock(mutex_);
     if (!in_backward_) return;
+    const std::size_t launched_by_hooks = next_bucket_;
     std::vector<std::size_t> missing;
     for (std::size_t i = 0; i < params_.size(); ++i)
       if (!ready_[i]) missing.push_back(i);
@@ -396,6 +403,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     }
     for (auto& b : buckets_) b.launched = false;
     in_backward_ = false;
+    early_launches_ = launched_by_hooks;
     ++sync_count_;
   }
 
@@ -421,6 +429,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   std::vector<std::int32_t> used_;  // 1 when the parameter's hook fired in this backward
   std::size_t next_bucket_ = 0;
   std::size_t sync_count_ = 0;
+  std::size_t early_launches_ = 0;
 };
 
 }  // namespace idist::detail
