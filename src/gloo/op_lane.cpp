@@ -7,7 +7,7 @@
 // instead. And a woken worker leaves a fresh operation alone for kGrace, because the caller is
 // usually about to wait for it (and would otherwise block on the worker's result: two thread
 // switches per operation). An operation nobody waits for is therefore started by the worker at most
-// about kGrace after it was issued: non-blocking collectives progress in the background.
+// about kTick + kGrace after it was issued: non-blocking collectives progress in the background.
 #include "gloo/op_lane.hpp"
 
 #include <pthread.h>
@@ -20,9 +20,11 @@ namespace idist::gloo_backend {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-// How long a fresh operation is left for its caller to run inline, and the worker's timer period
-// while lingering.
+// How long a fresh operation is left for its caller to run inline.
 constexpr auto kGrace = std::chrono::microseconds(200);
+// The worker's timer period while lingering: the longest a newly issued operation waits before the
+// worker looks at it. Each tick is a timed futex wake-up (a few microseconds of CPU).
+constexpr auto kTick = std::chrono::microseconds(500);
 // How long the worker keeps waking on a timer after the last operation was submitted, before it
 // parks (and must be woken by a notify again).
 constexpr auto kLinger = std::chrono::milliseconds(20);
@@ -101,7 +103,7 @@ struct OpLane::State {
       }
       if (now - last_submit < kLinger) {
         worker = Worker::Lingering;
-        cv.wait_until(lock, now + kGrace);
+        cv.wait_until(lock, now + kTick);
         continue;
       }
       worker = Worker::Parked;
