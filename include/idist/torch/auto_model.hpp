@@ -188,7 +188,8 @@ inline void broadcast_module_states(const torch::nn::Module& module) {
 ///   backward() the gradients are averaged across ranks. no_sync() suspends it.
 ///
 /// The returned model must be used as is: do not register, replace or re-create its parameters
-/// afterwards (moving it with to() is fine). Calling auto_model again on the same model replaces
+/// afterwards, nor move it to another device or dtype (the gradient buckets stay where they were
+/// made); call auto_model again instead. Calling auto_model again on the same model replaces
 /// its reducer. Every rank must call it (it communicates).
 /// @throws ValueError for an empty model, a non-positive bucket_cap_mb, a parameter dtype idist
 ///         cannot reduce, sync_bn with BatchNorm modules (world size > 1), or models that differ

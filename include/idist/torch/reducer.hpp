@@ -16,7 +16,14 @@
 ///   non-blocking API, always in bucket order so that every rank issues the same sequence.
 /// - The first hook of a backward queues an autograd final callback; it launches what is left,
 ///   waits for every bucket and copies the averaged gradients back, so that they are averaged
-///   when backward() returns.
+///   when backward() returns. Nothing is in flight afterwards, so the user's own collectives never
+///   interleave with gradient buckets.
+///
+/// Differences from DDP: the bucket order stays the reverse registration order (DDP rebuilds its
+/// buckets after the first iteration from the observed order); whether a backward synchronises is
+/// decided when its first gradient is ready (DDP decides in forward), so no_sync() must cover the
+/// backward() call; collectives issued by the user inside backward (custom autograd functions)
+/// interleave with the buckets in gradient-ready order, which must then be the same on all ranks.
 
 #include <algorithm>
 #include <cstddef>
@@ -114,7 +121,8 @@ inline void broadcast_coalesced(const std::vector<at::Tensor>& tensors, int src)
 /// size > 1; also usable directly (with world size 1 it only exercises the machinery).
 ///
 /// The parameters seen at construction are the ones synchronised: do not register, replace or
-/// re-create parameters of the module afterwards (moving it with to() keeps them).
+/// re-create parameters of the module afterwards, nor move them to another device or dtype (the
+/// bucket buffers are allocated once, on the parameters' device, with their dtype).
 class Reducer : public std::enable_shared_from_this<Reducer> {
  public:
   /// Options (AutoModelOptions carries the user-facing ones).
