@@ -294,3 +294,19 @@ TEST(AutoDataloader, NoShuffleAndDropLast) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(AutoDataloader, WorkerThreadsKeepTheShardInOrder) {
+  auto loader = idist::auto_dataloader(index_dataset(30), {.batch_size = std::size_t(5 * ws()), .num_workers = 2,
+                                                           .shuffle = false});
+  // One process per node here: workers 2 -> ceil(2 / 2) = 1 with two ranks; unchanged otherwise.
+  EXPECT_EQ(loader.options().num_workers, ws() == 2 ? 1u : 2u);
+  const auto mine = loaded(loader);
+  const std::size_t per_rank = std::size_t((30 + ws() - 1) / ws());
+  ASSERT_EQ(mine.size(), per_rank);
+  for (std::size_t j = 0; j < mine.size(); ++j)
+    EXPECT_EQ(mine[j], std::int64_t((j * std::size_t(ws()) + std::size_t(rank())) % 30));
+}
+
+}  // namespace
