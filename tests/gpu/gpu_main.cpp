@@ -13,24 +13,13 @@
 
 #include "gpu_support.hpp"
 #include "idist/idist.hpp"
+#include "support/rank_report.hpp"
 
 namespace idist::gpu_test {
 
 namespace {
 std::string g_skip_reason;
 
-class RankFailurePrinter : public ::testing::EmptyTestEventListener {
- public:
-  explicit RankFailurePrinter(int rank) : rank_(rank) {}
-  void OnTestPartResult(const ::testing::TestPartResult& r) override {
-    if (r.failed())
-      std::fprintf(stderr, "[rank %d] FAILURE %s:%d\n%s\n", rank_, r.file_name() ? r.file_name() : "?", r.line_number(),
-                   r.summary());
-  }
-
- private:
-  int rank_;
-};
 }  // namespace
 
 const std::string& skip_reason() { return g_skip_reason; }
@@ -57,12 +46,7 @@ int main(int argc, char** argv) {
     opts.timeout = std::chrono::seconds(t ? std::atoi(t) : 60);
     idist::initialize("nccl", opts);  // a failure here is a test failure, not a skip
     initialized = true;
-    const int rank = idist::get_rank();
-    if (rank != 0) {
-      auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-      delete listeners.Release(listeners.default_result_printer());
-      listeners.Append(new idist::gpu_test::RankFailurePrinter(rank));
-    }
+    idist::test::report_only_failures_on_nonzero_rank(idist::get_rank());
   }
   const int rc = RUN_ALL_TESTS();
   if (initialized) idist::finalize();

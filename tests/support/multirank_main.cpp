@@ -21,6 +21,7 @@
 
 #include "idist/idist.hpp"
 #include "support/multirank.hpp"
+#include "support/rank_report.hpp"
 
 namespace idist::test {
 
@@ -33,28 +34,10 @@ namespace {
 
 constexpr std::chrono::seconds kTestTimeout{60};
 
-// Prints failed assertions of a non-zero rank, so that they are not lost when only rank 0 reports.
-class RankFailurePrinter : public ::testing::EmptyTestEventListener {
- public:
-  explicit RankFailurePrinter(int rank) : rank_(rank) {}
-  void OnTestPartResult(const ::testing::TestPartResult& r) override {
-    if (r.failed())
-      std::fprintf(stderr, "[rank %d] FAILURE %s:%d\n%s\n", rank_, r.file_name() ? r.file_name() : "?", r.line_number(),
-                   r.summary());
-  }
-
- private:
-  int rank_;
-};
 
 // Runs the tests on this (already initialized) rank; only rank 0 keeps gtest's full report.
 int run_tests_on_this_rank() {
-  const int rank = idist::get_rank();
-  if (rank != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-    listeners.Append(new RankFailurePrinter(rank));
-  }
+  report_only_failures_on_nonzero_rank(idist::get_rank());
   return RUN_ALL_TESTS();
 }
 
