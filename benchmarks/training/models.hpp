@@ -15,8 +15,8 @@ struct Workload {
   torch::Tensor target;   ///< class indices for cross-entropy
 };
 
-/// Names accepted by make_workload: "cnn" (the Fashion-MNIST CNN: two conv, two linear, 28x28
-/// inputs), "mlp32x512" (32 Linear layers 512 -> 512), "mlp200x64" (200 Linear layers 64 -> 64).
+/// Names accepted by make_workload: "cnn" (the Fashion-MNIST CNN of examples/fashion_mnist: two
+/// conv, two linear, 28x28 inputs), "mlp32x512" (32 Linear layers 512 -> 512), "mlp200x64" (200 Linear layers 64 -> 64).
 const std::vector<std::string>& model_names();
 
 /// Default per-rank batch size of a model.

@@ -16,8 +16,8 @@ struct TrainingOptions {
   std::vector<double> buckets_mb{1, 5, 10, 25, 50, 100};
   std::int64_t batch = 0;              ///< per rank; 0: the model's default
   int warmup = 2;                      ///< untimed steps per configuration before the rounds
-  int rounds = 4;                      ///< the configurations take turns this many times
-  int steps = 5;                       ///< timed steps per configuration per round (after 1 untimed)
+  int rounds = 5;                      ///< the configurations take turns this many times
+  int steps = 6;                       ///< timed steps per configuration per round (after 1 untimed)
   int threads = 1;                     ///< LibTorch intra-op threads per rank
   std::uint64_t seed = 1;
   std::string out_dir = "bench-results";
