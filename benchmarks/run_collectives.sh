@@ -17,7 +17,7 @@ mkdir -p "$out"
 export OMP_NUM_THREADS=1
 
 backends=$("$bin" --list-backends)
-echo "# $(date -u '+%F %T UTC') on $(hostname): $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out/collectives_env.txt"
+echo "# $(date -u '+%F %T UTC') on $(hostname): $(nproc --all) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out/collectives_env.txt"
 for b in $backends; do
   case $b in
     mpi) mpirun "${mpiflags[@]}" -np "$np" "$bin" --backend mpi --out-dir "$out" "$@" | tee "$out/collectives_mpi.txt" ;;

@@ -28,7 +28,7 @@ launch() {  # launch <backend> <args...>
 }
 
 backends=$("$bin" --list-backends)
-echo "# $(date -u '+%F %T UTC') on $(hostname): $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out/training_env.txt"
+echo "# $(date -u '+%F %T UTC') on $(hostname): $(nproc --all) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out/training_env.txt"
 for b in serial $backends; do
   launch "$b" --out-dir "$out" "$@" | tee "$out/training_$b.txt"
 done
