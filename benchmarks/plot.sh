@@ -70,20 +70,20 @@ for b in mpi gloo; do
   script="set datafile separator \",\"
 set terminal pngcairo size $((420 * ${#files[@]})),460 font \",10\"
 set output \"$img/training_${b}_buckets.png\"
-set multiplot layout 1,${#files[@]} title \"$b, 2 ranks: step time (p50) against auto_model's bucket cap\"
+set multiplot layout 1,${#files[@]} title \"$b, 2 ranks: step time (p50) against auto\\\\_model's bucket cap\"
 set logscale x 10
 set xrange [0.7:150]
 set xlabel \"bucket\\\\_cap\\\\_mb (MiB)\"
 set ylabel \"step time p50 (ms)\"
 set grid
-set key top right font \",8\"
+set key below font \",8\"
 set yrange [0:*]"
   for m in "${files[@]}"; do
     f=$in/training_${b}_$m.csv
     sqi=$(value "$f" status_quo_idist p50_ms)
     sqr=$(value "$f" status_quo_raw p50_ms)
     ns=$(value "$f" no_sync p50_ms)
-    pts=$(awk -F, 'NR > 1 && $2 ~ /^auto_model/ { printf "%s %s\\n", $3, $7 }' "$f" | sort -g)
+    pts=$(awk -F, 'NR > 1 && $2 ~ /^auto_model/ { printf "%s,%s\n", $3, $7 }' "$f" | sort -g)
     script+="
 \$d$m << EOD
 $pts

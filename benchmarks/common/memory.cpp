@@ -1,5 +1,6 @@
 #include "common/memory.hpp"
 
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include <cstdio>
@@ -31,6 +32,14 @@ std::size_t peak_rss_bytes() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   return std::size_t(ru.ru_maxrss) * 1024;  // Linux reports kilobytes
+}
+
+bool reset_peak_rss() {
+  malloc_trim(0);
+  std::FILE* f = std::fopen("/proc/self/clear_refs", "w");
+  if (!f) return false;
+  const bool ok = std::fputs("5", f) >= 0;
+  return std::fclose(f) == 0 && ok;
 }
 
 std::size_t current_rss_bytes() { return status_kb("VmRSS"); }

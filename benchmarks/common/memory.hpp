@@ -8,6 +8,12 @@ namespace idist_bench {
 /// ru_maxrss where /proc is not available.
 std::size_t peak_rss_bytes();
 
+/// Returns freed heap memory to the kernel (malloc_trim) and resets the peak resident set size to
+/// the current one (writes 5 to /proc/self/clear_refs, Linux >= 4.0), so that a later
+/// peak_rss_bytes() reports the peak of what ran in between. Returns false where that is not
+/// supported (the peak then covers the whole process).
+bool reset_peak_rss();
+
 /// Current resident set size in bytes (VmRSS), or 0 where /proc is not available.
 std::size_t current_rss_bytes();
 

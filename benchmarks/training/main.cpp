@@ -67,20 +67,21 @@ std::vector<std::size_t> peak_rss_per_rank() {
 
 void append_memory_rows(const std::string& path, const std::string& backend, const std::string& model,
                         std::int64_t batch, const std::vector<std::unique_ptr<Trainer>>& trainers,
-                        const std::vector<std::size_t>& rss) {
+                        const std::vector<std::size_t>& rss, bool steps_only) {
   const bool fresh = !std::filesystem::exists(path);
   std::ofstream f(path, std::ios::app);
   if (!f) throw std::runtime_error("cannot write " + path);
   if (fresh)
     f << "backend,model,config,ranks,batch,peak_rss_MiB_max,peak_rss_MiB_per_rank,grad_MiB,bucket_buffers_MiB,"
-         "configs_in_process\n";
+         "configs_in_process,peak_of\n";
   std::string per_rank;
   for (std::size_t v : rss) per_rank += (per_rank.empty() ? "" : ";") + fixed(double(v) / kMiB, 1);
   const double mx = double(*std::max_element(rss.begin(), rss.end())) / kMiB;
   for (const auto& t : trainers)
     f << backend << "," << model << "," << t->config().name() << "," << rss.size() << "," << batch << ","
       << fixed(mx, 1) << "," << per_rank << "," << fixed(double(t->gradient_bytes()) / kMiB, 2) << ","
-      << fixed(double(t->bucket_bytes()) / kMiB, 2) << "," << trainers.size() << "\n";
+      << fixed(double(t->bucket_bytes()) / kMiB, 2) << "," << trainers.size() << ","
+      << (steps_only ? "steps" : "process") << "\n";
 }
 
 void run_model(const TrainingOptions& o, const std::string& model, const std::vector<Config>& configs, RawBackend* raw,
@@ -92,6 +93,9 @@ void run_model(const TrainingOptions& o, const std::string& model, const std::ve
   for (const Config& c : configs) trainers.push_back(std::make_unique<Trainer>(model, c, batch, o.seed, raw));
   for (auto& t : trainers)
     for (int i = 0; i < o.warmup; ++i) t->step();
+  // From here on the peak resident memory is that of training steps, not of setup transients
+  // (auto_model's one-off flat copy for the initial broadcast, the status quo's broadcasts).
+  const bool step_peak = reset_peak_rss();
 
   const std::size_t nc = trainers.size();
   for (int r = 0; r < o.rounds; ++r) {
@@ -117,7 +121,7 @@ void run_model(const TrainingOptions& o, const std::string& model, const std::ve
     if (s == Strategy::StatusQuoRaw) sq_raw = sums.back().p50;
     if (s == Strategy::NoSync) nosync = sums.back().p50;
   }
-  const std::vector<std::size_t> rss = peak_rss_per_rank();
+  const std::vector<std::size_t> rss = peak_rss_per_rank();  // since reset_peak_rss() when step_peak
   // Every synchronised configuration starts from the same weights, sees the same data and averages
   // the same gradients, so after the same number of steps their losses agree up to rounding: a
   // check that each of them really synchronises. no_sync (local steps only) shows how far apart an
@@ -171,11 +175,12 @@ void run_model(const TrainingOptions& o, const std::string& model, const std::ve
   if (have_ref)
     fmt::print("# final loss {:.6g}; largest relative difference between synchronised configurations {:.2e} "
                "(no_sync: {:.2e})\n", ref_loss, worst, nosync_gap);
-  fmt::print("# peak resident memory per rank (all {} configurations in this process): {} MiB\n", nc, per_rank);
+  fmt::print("# peak resident memory per rank during the timed steps of all {} configurations{}: {} MiB\n", nc,
+             step_peak ? "" : " (whole process: could not reset the peak)", per_rank);
   const std::string stem = o.out_dir + "/training_" + backend + "_" + model;
   table.write_csv(stem + ".csv");
   table.write_markdown(stem + ".md");
-  if (!o.memory_csv.empty()) append_memory_rows(o.memory_csv, backend, model, batch, trainers, rss);
+  if (!o.memory_csv.empty()) append_memory_rows(o.memory_csv, backend, model, batch, trainers, rss, step_peak);
 }
 
 void run(const TrainingOptions& o) {
