@@ -35,12 +35,14 @@ done
 
 # Peak resident memory: one process per (backend, model, configuration), a few steps each.
 rm -f "$out/training_memory.csv"
+scratch=$(mktemp -d)  # the memory runs' own tables are not kept
+trap 'rm -rf "$scratch"' EXIT
 for m in cnn mlp32x512 mlp200x64; do
-  launch serial --models "$m" --configs local --warmup 1 --rounds 1 --steps 2 --out-dir "$out/memory" \
+  launch serial --models "$m" --configs local --warmup 1 --rounds 1 --steps 2 --out-dir "$scratch" \
     --memory-csv "$out/training_memory.csv" > /dev/null
   for b in $backends; do
     for c in status_quo_idist status_quo_raw no_sync auto_model:25; do
-      launch "$b" --models "$m" --configs "$c" --warmup 1 --rounds 1 --steps 2 --out-dir "$out/memory" \
+      launch "$b" --models "$m" --configs "$c" --warmup 1 --rounds 1 --steps 2 --out-dir "$scratch" \
         --memory-csv "$out/training_memory.csv" > /dev/null
     done
   done
