@@ -38,12 +38,14 @@ names = "all\\\\_reduce all\\\\_gather broadcast"
 set output "$img/collectives_${b}_latency.png"
 set title "$b, 2 ranks: p50 latency (per-iteration max over ranks)"
 set logscale y 10
+set format y "10^{%L}"
 set ylabel "p50 latency (µs)"
 plot for [i=1:3] word(files, i) using "size_B":"p50_us" with linespoints lw 2 pt 7 ps 0.6 lc i title word(names, i)." idist", \
      for [i=1:3] word(files, i) using "size_B":"raw_p50_us" with linespoints lw 1 dt 2 pt 6 ps 0.6 lc i title word(names, i)." raw"
 
 set output "$img/collectives_${b}_busbw.png"
 set title "$b, 2 ranks: bus bandwidth from p50 (nccl-tests factors)"
+set format y "%g"
 set ylabel "busbw (GB/s, 10^9 B/s)"
 set key top left
 plot for [i=1:3] word(files, i) using "size_B":"busbw_GBps" with linespoints lw 2 pt 7 ps 0.6 lc i title word(names, i)." idist", \

@@ -20,7 +20,7 @@ struct CollectivesOptions {
   int warmup_large = 10;            ///< OSU's COLL_SKIP_LARGE
   std::size_t large_threshold = 8192;  ///< OSU's LARGE_MESSAGE_SIZE, bytes
   double iters_scale = 1.0;         ///< multiplies every iteration count (smoke tests: 0.01)
-  int blocks = 20;                  ///< alternating blocks per variant
+  int blocks = 50;                  ///< alternating blocks per variant (capped at the iterations)
   bool nonblocking_baseline = true; ///< mpi: also time MPI_I<op> + MPI_Wait
   std::string out_dir = "bench-results";
   int timeout_s = 300;

@@ -29,6 +29,12 @@ void Table::add_row(std::vector<std::string> cells) {
   rows_.push_back(std::move(cells));
 }
 
+int Table::column(const std::string& name) const {
+  for (std::size_t i = 0; i < columns_.size(); ++i)
+    if (columns_[i].name == name) return int(i);
+  return -1;
+}
+
 namespace {
 std::string csv_cell(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;

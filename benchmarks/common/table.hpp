@@ -30,6 +30,8 @@ class Table {
   /// @throws std::runtime_error when the file cannot be written.
   void write_markdown(const std::string& path) const;
   const std::vector<std::vector<std::string>>& rows() const noexcept { return rows_; }
+  /// Index of the column called `name`, or -1.
+  int column(const std::string& name) const;
 
  private:
   std::vector<Column> columns_;
