@@ -31,6 +31,9 @@ Schedule schedule_for(const CollectivesOptions& o, std::size_t bytes) {
   return s;
 }
 
+// Bandwidths span six decades: four significant digits ("0.0001234", "4.783").
+std::string sig(double v) { return fmt::format("{:.4g}", v); }
+
 std::vector<Column> columns(const std::vector<Variant>& variants) {
   std::vector<Column> c{{"size_B", 10},    {"count", 9},     {"dtype", 7},     {"op", 10},
                         {"p50_us", 10},    {"avg_us", 10},   {"min_us", 9},    {"max_us", 10},
@@ -59,7 +62,7 @@ std::vector<std::string> row(const Measurement& m, const std::vector<Variant>& v
   std::vector<std::string> r{std::to_string(m.bytes), std::to_string(m.count), m.op == "barrier" ? "-" : "float32",
                              m.op,          fixed(t.p50, 2),          fixed(t.avg, 2),
                              fixed(t.min, 2), fixed(t.max, 2),        fixed(t.p99, 2),
-                             fixed(bw(t.p50), 3), fixed(bw(t.p50) * factor, 3)};
+                             sig(bw(t.p50)), sig(bw(t.p50) * factor)};
   for (std::size_t k = 1; k < variants.size(); ++k) {
     const Summary& s = m.times[k];
     r.push_back(fixed(s.p50, 2));
@@ -68,7 +71,7 @@ std::vector<std::string> row(const Measurement& m, const std::vector<Variant>& v
     r.push_back(fixed(s.min, 2));
     r.push_back(fixed(s.max, 2));
     r.push_back(fixed(s.p99, 2));
-    r.push_back(fixed(bw(s.p50) * factor, 3));
+    r.push_back(sig(bw(s.p50) * factor));
     r.push_back(std::to_string(m.wrong[k]));
   }
   r.push_back(std::to_string(iters));
