@@ -20,7 +20,11 @@ backends=$("$bin" --list-backends)
 echo "# $(date -u '+%F %T UTC') on $(hostname): $(nproc --all) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out/collectives_env.txt"
 for b in $backends; do
   case $b in
-    mpi) mpirun "${mpiflags[@]}" -np "$np" "$bin" --backend mpi --out-dir "$out" "$@" | tee "$out/collectives_mpi.txt" ;;
+    mpi)
+      mpirun "${mpiflags[@]}" -np "$np" "$bin" --backend mpi --out-dir "$out" "$@" | tee "$out/collectives_mpi.txt"
+      # Again with MPI's blocking calls under the watchdog (InitOptions::mpi_blocking_collectives).
+      mpirun "${mpiflags[@]}" -np "$np" "$bin" --backend mpi --mpi-blocking --out-dir "$out" "$@" |
+        tee "$out/collectives_mpi_blocking.txt" ;;
     gloo) "$bin" --backend gloo --nproc "$np" --out-dir "$out" "$@" | tee "$out/collectives_gloo.txt" ;;
   esac
 done

@@ -116,7 +116,7 @@ void run(const CollectivesOptions& o) {
   if (raw) variants.push_back({"raw", raw.get()});
   if (raw_nb) variants.push_back({"raw_nb", raw_nb.get()});
 
-  const std::string backend = *idist::backend();
+  const std::string backend = *idist::backend() + (o.mpi_blocking ? "_blocking" : "");
   if (root) {
     ensure_dir(o.out_dir);
     fmt::print("# idist collectives benchmark: backend {}, {} ranks, host {}, load average {}\n", backend, n,
@@ -167,6 +167,10 @@ int main(int argc, char** argv) {
   CollectivesOptions opts;
   int code = 0;
   if (!parse_collectives_options(argc, argv, opts, code)) return code;
+  if (opts.mpi_blocking && opts.backend != "mpi") {
+    std::fprintf(stderr, "idist_bench_collectives: --mpi-blocking applies to --backend mpi only\n");
+    return 2;
+  }
   try {
     const auto timeout = std::chrono::milliseconds(std::chrono::seconds(opts.timeout_s));
     if (opts.nproc > 0) {
@@ -178,6 +182,7 @@ int main(int argc, char** argv) {
     } else {
       idist::InitOptions io;
       io.timeout = timeout;
+      io.mpi_blocking_collectives = opts.mpi_blocking;
       idist::initialize(opts.backend, io);
       run(opts);
       idist::finalize();

@@ -30,7 +30,7 @@ class Case {
       if (op_ == "all_reduce") {
         idist::all_reduce(std::span<float>(in_), idist::ReduceOp::Sum);
       } else if (op_ == "all_gather") {
-        idist::all_gather_async(std::span<const float>(in_), std::span<float>(out_)).wait();
+        idist::all_gather_into(std::span<const float>(in_), std::span<float>(out_));
       } else if (op_ == "broadcast") {
         idist::broadcast(std::span<float>(in_), 0);
       } else {

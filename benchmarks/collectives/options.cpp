@@ -46,6 +46,9 @@ bool parse_collectives_options(int argc, char** argv, CollectivesOptions& o, int
       ->check(CLI::PositiveNumber);
   app.add_flag("!--no-nonblocking-baseline", o.nonblocking_baseline,
                "mpi: do not also time MPI_Iallreduce/... + MPI_Wait (the calls idist's mpi backend makes)");
+  app.add_flag("--mpi-blocking", o.mpi_blocking,
+               "mpi: initialize with InitOptions::mpi_blocking_collectives (MPI's blocking calls under a "
+               "watchdog); results are labelled mpi_blocking");
   app.add_option("--out-dir", o.out_dir, "Directory of the CSV and Markdown result files");
   app.add_option("--timeout", o.timeout_s, "initialize() timeout in seconds (rendezvous and every collective)")
       ->check(CLI::PositiveNumber);

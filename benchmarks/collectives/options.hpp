@@ -22,6 +22,7 @@ struct CollectivesOptions {
   double iters_scale = 1.0;         ///< multiplies every iteration count (smoke tests: 0.01)
   int blocks = 50;                  ///< alternating blocks per variant (capped at the iterations)
   bool nonblocking_baseline = true; ///< mpi: also time MPI_I<op> + MPI_Wait
+  bool mpi_blocking = false;  ///< mpi: InitOptions::mpi_blocking_collectives (files labelled mpi_blocking)
   std::string out_dir = "bench-results";
   int timeout_s = 300;
 };

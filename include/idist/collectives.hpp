@@ -54,6 +54,15 @@ Work all_reduce_on(std::span<T> data, Device device, ReduceOp op, const Group& g
   return m.all_reduce(buffer_of(data, device), op, group);
 }
 
+/// Blocking form of all_reduce_on (the model's all_reduce_blocking); ranks outside `group` return
+/// at once.
+template <Element T>
+void all_reduce_wait(std::span<T> data, Device device, ReduceOp op, const Group& group) {
+  ComputationModel& m = current_model();
+  if (!m.group_rank(group)) return;
+  m.all_reduce_blocking(buffer_of(data, device), op, group);
+}
+
 /// Throws ValueError unless 0 <= src < world size.
 void check_src(const ComputationModel& model, int src, std::string_view fn);
 
@@ -64,6 +73,15 @@ Work broadcast_on(std::span<T> data, Device device, int src, const Group& group)
   check_src(m, src, "broadcast");
   if (!m.group_rank(group)) return Work{};
   return m.broadcast(buffer_of(data, device), src, group);
+}
+
+/// Blocking form of broadcast_on (the model's broadcast_blocking).
+template <Element T>
+void broadcast_wait(std::span<T> data, Device device, int src, const Group& group) {
+  ComputationModel& m = current_model();
+  check_src(m, src, "broadcast");
+  if (!m.group_rank(group)) return;
+  m.broadcast_blocking(buffer_of(data, device), src, group);
 }
 
 /// Gathers `in` whose element count may differ between ranks. Returns the concatenation in rank
@@ -97,7 +115,7 @@ Work all_reduce_async(std::span<T> data, ReduceOp op = ReduceOp::Sum, const Grou
 /// @throws ValueError for an unsupported op / type pair; TimeoutError after the timeout.
 template <Element T>
 void all_reduce(std::span<T> data, ReduceOp op = ReduceOp::Sum, const Group& group = {}) {
-  all_reduce_async(data, op, group).wait();
+  detail::all_reduce_wait(data, detail::span_device(current_model()), op, group);
 }
 
 /// all_reduce with ignite's op name ("SUM", "PRODUCT", "MIN", "MAX", "AND", "OR").
@@ -111,7 +129,7 @@ void all_reduce(std::span<T> data, std::string_view op, const Group& group = {})
 template <Element T>
   requires(!std::is_same_v<T, bool>)
 void all_reduce(std::vector<T>& data, ReduceOp op = ReduceOp::Sum, const Group& group = {}) {
-  detail::all_reduce_on(std::span<T>(data), Device{}, op, group).wait();
+  detail::all_reduce_wait(std::span<T>(data), Device{}, op, group);
 }
 
 /// In-place reduction of a vector, with ignite's op name.
@@ -125,7 +143,7 @@ void all_reduce(std::vector<T>& data, std::string_view op, const Group& group = 
 /// int). Mirrors ignite.distributed.all_reduce on a Python number. Serial: returns `value`.
 template <Element T>
 T all_reduce(T value, ReduceOp op = ReduceOp::Sum, const Group& group = {}) {
-  detail::all_reduce_on(std::span<T>(&value, 1), Device{}, op, group).wait();
+  detail::all_reduce_wait(std::span<T>(&value, 1), Device{}, op, group);
   return value;
 }
 
@@ -171,7 +189,7 @@ std::vector<T> all_gather(T value, const Group& group = {}) {
   const std::size_t n = std::size_t(m.group_size(group));
   // A plain array, not the result vector: std::vector<bool> has no contiguous data().
   const std::unique_ptr<T[]> out(new T[n]);
-  m.all_gather(ConstBuffer{&value, 1, dtype_of<T>, Device{}}, Buffer{out.get(), n, dtype_of<T>, Device{}}, group).wait();
+  m.all_gather_blocking(ConstBuffer{&value, 1, dtype_of<T>, Device{}}, Buffer{out.get(), n, dtype_of<T>, Device{}}, group);
   return std::vector<T>(out.get(), out.get() + n);
 }
 
@@ -192,6 +210,27 @@ Work all_gather_async(std::span<const T> in, std::span<T> out, const Group& grou
                      std::to_string(in.size() * n));
   const Device dev = detail::span_device(m);
   return m.all_gather(ConstBuffer{in.data(), in.size(), dtype_of<T>, dev}, detail::buffer_of(out, dev), group);
+}
+
+/// Blocking all_gather of equal-length spans into `out` (in.size() * group size elements, rank
+/// order); the counterpart of torch.distributed.all_gather_into_tensor. Spans follow the backend's
+/// memory rule (host, or device memory for nccl). A rank outside `group` gets `in` copied to the
+/// front of `out`.
+/// @throws ValueError when out.size() is not in.size() times the group size; TimeoutError after
+///         the timeout.
+template <Element T>
+void all_gather_into(std::span<const T> in, std::span<T> out, const Group& group = {}) {
+  ComputationModel& m = current_model();
+  if (!m.group_rank(group)) {
+    all_gather_async(in, out, group);  // copies in to out (completed Work)
+    return;
+  }
+  const std::size_t n = std::size_t(m.group_size(group));
+  if (out.size() != in.size() * n)
+    throw ValueError("all_gather_into: out has " + std::to_string(out.size()) +
+                     " elements, expected in.size() * group size = " + std::to_string(in.size() * n));
+  const Device dev = detail::span_device(m);
+  m.all_gather_blocking(ConstBuffer{in.data(), in.size(), dtype_of<T>, dev}, detail::buffer_of(out, dev), group);
 }
 
 /// Gathers a string of any length and any UTF-8 (or binary) content from every rank of `group`.
@@ -217,14 +256,14 @@ Work broadcast_async(std::span<T> data, int src = 0, const Group& group = {}) {
 /// @throws ValueError when src is outside [0, world size); TimeoutError after the timeout.
 template <Element T>
 void broadcast(std::span<T> data, int src = 0) {
-  broadcast_async(data, src).wait();
+  detail::broadcast_wait(data, detail::span_device(current_model()), src, Group{});
 }
 
 /// In-place broadcast of a vector (same length on every rank; not std::vector<bool>).
 template <Element T>
   requires(!std::is_same_v<T, bool>)
 void broadcast(std::vector<T>& data, int src = 0) {
-  detail::broadcast_on(std::span<T>(data), Device{}, src, Group{}).wait();
+  detail::broadcast_wait(std::span<T>(data), Device{}, src, Group{});
 }
 
 /// Returns rank `src`'s `value` on every rank, exactly (no rounding, same C++ type).
@@ -232,7 +271,7 @@ void broadcast(std::vector<T>& data, int src = 0) {
 /// @throws ValueError when src is outside [0, world size).
 template <Element T>
 T broadcast(T value, int src = 0) {
-  detail::broadcast_on(std::span<T>(&value, 1), Device{}, src, Group{}).wait();
+  detail::broadcast_wait(std::span<T>(&value, 1), Device{}, src, Group{});
   return value;
 }
 

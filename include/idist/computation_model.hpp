@@ -22,8 +22,8 @@ namespace idist {
 
 /// One distributed configuration: serial, mpi, gloo or nccl.
 ///
-/// Collectives are non-blocking and return a Work; blocking calls are layered on top by the free
-/// functions. Buffers passed to collectives live on device() and must stay valid until the Work
+/// Collectives are non-blocking and return a Work; each also has a blocking form whose default
+/// waits on that Work. Buffers passed to collectives live on device() and must stay valid until the Work
 /// completes. `group` has been checked to contain this rank before a collective is called (see
 /// group_rank()); `src` is always a world rank. Every collective has a default that throws
 /// `BackendError("backend X does not support Y")`, so a partial backend overrides what it has.
@@ -80,6 +80,19 @@ class ComputationModel {
   virtual Work broadcast(Buffer data, int src, const Group& group);
   /// Completes once every rank of `group` has entered it.
   virtual Work barrier(const Group& group);
+
+  /// Blocking forms of the collectives above, used by idist's blocking free functions. The
+  /// default issues the non-blocking call and waits up to timeout() (then TimeoutError). A backend
+  /// overrides them when its own blocking call is faster: the mpi backend does so when initialized
+  /// with InitOptions::mpi_blocking_collectives, keeping the timeout with a watchdog that aborts.
+  /// Same arguments, checks and errors as the non-blocking forms.
+  virtual void all_reduce_blocking(Buffer data, ReduceOp op, const Group& group);
+  /// Blocking all_gather (see all_reduce_blocking()).
+  virtual void all_gather_blocking(ConstBuffer in, Buffer out, const Group& group);
+  /// Blocking broadcast (see all_reduce_blocking()).
+  virtual void broadcast_blocking(Buffer data, int src, const Group& group);
+  /// Blocking barrier (see all_reduce_blocking()).
+  virtual void barrier_blocking(const Group& group);
 
  protected:
   explicit ComputationModel(std::chrono::milliseconds timeout) : timeout_(timeout) {}

@@ -28,6 +28,14 @@ struct InitOptions {
   int world_size = -1;
   /// This process's local rank; -1 = discover. Ignored by mpi (which measures it).
   int local_rank = -1;
+  /// mpi only: run idist's blocking collectives (all_reduce, all_gather, broadcast, barrier and
+  /// the calls built on them) as MPI's blocking functions (MPI_Allreduce, ...), the fastest path,
+  /// instead of non-blocking calls polled to a deadline. A blocking MPI call cannot be interrupted,
+  /// so the timeout is then kept by a watchdog thread: past it, the rank prints which collective
+  /// timed out and aborts the job (MPI_Abort) instead of raising TimeoutError. Non-blocking calls
+  /// (all_reduce_async, auto_model's buckets) are unaffected. Also switched on by the environment
+  /// variable IDIST_MPI_BLOCKING=1 (which applies to an adopted MPI context as well).
+  bool mpi_blocking_collectives = false;
 };
 
 /// Initializes the distributed configuration with `backend` (one of available_backends()).

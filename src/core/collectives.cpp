@@ -31,7 +31,7 @@ std::vector<std::byte> all_gather_varying(ConstBuffer in, const Group& group, st
   const std::size_t n = std::size_t(m.group_size(group));
   std::int64_t mine = std::int64_t(in.count);
   std::vector<std::int64_t> all(n);
-  m.all_gather(ConstBuffer{&mine, 1, DType::Int64}, Buffer{all.data(), n, DType::Int64}, group).wait();
+  m.all_gather_blocking(ConstBuffer{&mine, 1, DType::Int64}, Buffer{all.data(), n, DType::Int64}, group);
   counts.assign(all.begin(), all.end());
   const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
   std::vector<std::byte> out(total * esize);
@@ -39,7 +39,7 @@ std::vector<std::byte> all_gather_varying(ConstBuffer in, const Group& group, st
   const Buffer dst{out.data(), total, in.dtype, Device{}};
   const bool equal = std::all_of(counts.begin(), counts.end(), [&](std::size_t c) { return c == counts[0]; });
   if (equal)
-    m.all_gather(in, dst, group).wait();
+    m.all_gather_blocking(in, dst, group);
   else
     m.all_gather_v(in, dst, counts, group).wait();
   return out;
@@ -49,12 +49,12 @@ void broadcast_bytes(std::vector<std::byte>& bytes, bool present, int src, std::
   ComputationModel& m = current_model();
   const bool is_src = m.rank() == src;
   std::int64_t header = is_src ? (present ? std::int64_t(bytes.size()) : -1) : 0;
-  m.broadcast(Buffer{&header, 1, DType::Int64, Device{}}, src, Group{}).wait();
+  m.broadcast_blocking(Buffer{&header, 1, DType::Int64, Device{}}, src, Group{});
   if (header < 0)
     throw ValueError(std::string(what) + ": source data can not be std::nullopt (source rank " + std::to_string(src) +
                      " passed none)");
   if (!is_src) bytes.resize(std::size_t(header));
-  if (header > 0) m.broadcast(Buffer{bytes.data(), bytes.size(), DType::UInt8, Device{}}, src, Group{}).wait();
+  if (header > 0) m.broadcast_blocking(Buffer{bytes.data(), bytes.size(), DType::UInt8, Device{}}, src, Group{});
 }
 
 void check_broadcast_presence(bool present, bool is_src, bool safe_mode) {
@@ -117,7 +117,10 @@ Work barrier_async(const Group& group) {
   return m.barrier(group);
 }
 
-void barrier(const Group& group) { barrier_async(group).wait(); }
+void barrier(const Group& group) {
+  ComputationModel& m = current_model();
+  if (m.group_rank(group)) m.barrier_blocking(group);
+}
 
 Group new_group(std::vector<int> ranks) {
   if (ranks.empty()) throw ValueError("new_group: ranks should be a non-empty list of world ranks, but given []");

@@ -42,4 +42,15 @@ Work ComputationModel::all_gather_v(ConstBuffer, Buffer, std::span<const std::si
 Work ComputationModel::broadcast(Buffer, int, const Group&) { unsupported("broadcast"); }
 Work ComputationModel::barrier(const Group&) { unsupported("barrier"); }
 
+void ComputationModel::all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) {
+  all_reduce(data, op, group).wait();
+}
+void ComputationModel::all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) {
+  all_gather(in, out, group).wait();
+}
+void ComputationModel::broadcast_blocking(Buffer data, int src, const Group& group) {
+  broadcast(data, src, group).wait();
+}
+void ComputationModel::barrier_blocking(const Group& group) { barrier(group).wait(); }
+
 }  // namespace idist

@@ -24,6 +24,15 @@ std::size_t max_count_from_env() {
   return std::size_t(std::min<long long>(v, INT_MAX));
 }
 
+bool blocking_from_env() {
+  const char* s = std::getenv("IDIST_MPI_BLOCKING");
+  if (!s || !*s) return false;
+  const std::string v(s);
+  if (v == "1") return true;
+  if (v == "0") return false;
+  throw ValueError("IDIST_MPI_BLOCKING should be 0 or 1, but given '" + v + "'");
+}
+
 std::unique_ptr<ComputationModel> create(const InitOptions& opts) {
   int initialized = 0;
   int finalized = 0;
@@ -33,7 +42,9 @@ std::unique_ptr<ComputationModel> create(const InitOptions& opts) {
     throw BackendError(
         "initialize(\"mpi\"): MPI was already finalized in this process and cannot be initialized again (MPI allows "
         "one MPI_Init per process); initialize the mpi backend once per program");
-  const std::size_t max_count = max_count_from_env();  // bad input fails before MPI starts
+  // Bad input fails before MPI starts.
+  const std::size_t max_count = max_count_from_env();
+  const bool blocking = opts.mpi_blocking_collectives || blocking_from_env();
   int provided = MPI_THREAD_SINGLE;
   bool owns = false;
   if (initialized) {
@@ -45,7 +56,7 @@ std::unique_ptr<ComputationModel> create(const InitOptions& opts) {
     check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread", -1);
     owns = true;
   }
-  return std::make_unique<NativeMPIModel>(opts.timeout, owns, provided, max_count);
+  return std::make_unique<NativeMPIModel>(opts.timeout, owns, provided, max_count, blocking);
 }
 
 std::unique_ptr<ComputationModel> adopt() {
@@ -58,7 +69,8 @@ std::unique_ptr<ComputationModel> adopt() {
   if (finalized) return nullptr;
   int provided = MPI_THREAD_SINGLE;
   MPI_Query_thread(&provided);
-  return std::make_unique<NativeMPIModel>(InitOptions{}.timeout, /*owns_mpi=*/false, provided, max_count_from_env());
+  return std::make_unique<NativeMPIModel>(InitOptions{}.timeout, /*owns_mpi=*/false, provided, max_count_from_env(),
+                                          blocking_from_env());
 }
 
 }  // namespace idist::mpi_backend

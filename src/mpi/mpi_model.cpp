@@ -36,7 +36,8 @@ std::byte* at(void* base, std::size_t elements, std::size_t esize) {
 
 }  // namespace
 
-NativeMPIModel::NativeMPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_level, std::size_t max_count)
+NativeMPIModel::NativeMPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_level, std::size_t max_count,
+                               bool blocking_collectives)
     : ComputationModel(timeout), owns_mpi_(owns_mpi), thread_level_(thread_level), max_count_(max_count) {
   serialize_mpi_calls = thread_level < MPI_THREAD_MULTIPLE;
   {
@@ -58,6 +59,7 @@ NativeMPIModel::NativeMPIModel(std::chrono::milliseconds timeout, bool owns_mpi,
   layout_ = measure_node_layout(world_, rank_);
   local_rank_ = layout_.local_rank;
   types_.create(rank_);
+  if (blocking_collectives) watchdog_ = std::make_unique<Watchdog>(timeout, rank_);
 }
 
 Device NativeMPIModel::device() const {
@@ -69,6 +71,7 @@ void NativeMPIModel::set_local_rank(int local_rank) { local_rank_ = local_rank; 
 void NativeMPIModel::finalize() {
   if (finalized_) return;
   finalized_ = true;
+  watchdog_.reset();  // no blocking call can be in flight while finalize() runs
   int mpi_finalized = 0;
   MPI_Finalized(&mpi_finalized);
   if (mpi_finalized) return;  // the program finalized MPI itself: its handles are gone already
@@ -111,12 +114,15 @@ Work NativeMPIModel::make_work(MPI_Request request, const char* mpi_fn, std::str
   return Work(std::make_shared<MpiWork>(request, mpi_fn, rank_), op, rank_, timeout());
 }
 
-Work NativeMPIModel::all_reduce(Buffer data, ReduceOp op, const Group& group) {
+NativeMPIModel::ReduceCall NativeMPIModel::prepare_all_reduce(const Buffer& data, ReduceOp op, const Group& group) {
   require_host(data.device, "all_reduce", "data");
   core::check_reduce_op(data.dtype, op);
   const MPI_Comm comm = member_comm(group, "all_reduce");
-  const MPI_Datatype type = types_.datatype(data.dtype);
-  const MPI_Op mpi_op = types_.op(data.dtype, op);
+  return ReduceCall{comm, types_.datatype(data.dtype), types_.op(data.dtype, op)};
+}
+
+Work NativeMPIModel::all_reduce(Buffer data, ReduceOp op, const Group& group) {
+  const auto [comm, type, mpi_op] = prepare_all_reduce(data, op, group);
   if (data.count <= max_count_) [[likely]] {
     MPI_Request request;
     int rc;
@@ -142,7 +148,7 @@ Work NativeMPIModel::all_reduce(Buffer data, ReduceOp op, const Group& group) {
               rank_, timeout());
 }
 
-Work NativeMPIModel::all_gather(ConstBuffer in, Buffer out, const Group& group) {
+MPI_Comm NativeMPIModel::prepare_all_gather(const ConstBuffer& in, const Buffer& out, const Group& group) {
   require_host(in.device, "all_gather", "in");
   require_host(out.device, "all_gather", "out");
   require_same_dtype(in.dtype, out.dtype, "all_gather");
@@ -151,8 +157,13 @@ Work NativeMPIModel::all_gather(ConstBuffer in, Buffer out, const Group& group) 
   if (out.count != in.count * n)
     throw ValueError("all_gather: out has " + std::to_string(out.count) + " elements, expected in.count * group size = " +
                      std::to_string(in.count) + " * " + std::to_string(n));
+  return comm;
+}
+
+Work NativeMPIModel::all_gather(ConstBuffer in, Buffer out, const Group& group) {
+  const MPI_Comm comm = prepare_all_gather(in, out, group);
   if (in.count > max_count_) {
-    const std::vector<std::size_t> counts(n, in.count);
+    const std::vector<std::size_t> counts(std::size_t(group_size(group)), in.count);
     return all_gather_by_broadcasts(in, out, counts, *group_rank(group), comm, "all_gather");
   }
   const MPI_Datatype type = types_.datatype(in.dtype);
@@ -230,7 +241,7 @@ Work NativeMPIModel::all_gather_by_broadcasts(ConstBuffer in, Buffer out, std::s
               timeout());
 }
 
-Work NativeMPIModel::broadcast(Buffer data, int src, const Group& group) {
+std::pair<MPI_Comm, int> NativeMPIModel::prepare_broadcast(const Buffer& data, int src, const Group& group) {
   require_host(data.device, "broadcast", "data");
   int root = src;
   MPI_Comm comm = world_;
@@ -246,6 +257,11 @@ Work NativeMPIModel::broadcast(Buffer data, int src, const Group& group) {
     throw ValueError("broadcast: src should be a rank in [0, " + std::to_string(size_) + "), but given " +
                      std::to_string(src));
   }
+  return {comm, root};
+}
+
+Work NativeMPIModel::broadcast(Buffer data, int src, const Group& group) {
+  const auto [comm, root] = prepare_broadcast(data, src, group);
   const MPI_Datatype type = types_.datatype(data.dtype);
   if (data.count <= max_count_) [[likely]] {
     MPI_Request request;
@@ -280,6 +296,63 @@ Work NativeMPIModel::barrier(const Group& group) {
   }
   check_mpi(rc, "MPI_Ibarrier", rank_);
   return make_work(request, "MPI_Ibarrier", "barrier");
+}
+
+// ---------------------------------------------------------------------------------------------
+// blocking collectives: MPI's blocking calls under the watchdog (when switched on). Buffers beyond
+// MPI's int counts, and calls that find every watchdog slot taken, use the polled default.
+
+void NativeMPIModel::all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) {
+  if (!watchdog_ || data.count > max_count_) return ComputationModel::all_reduce_blocking(data, op, group);
+  const auto [comm, type, mpi_op] = prepare_all_reduce(data, op, group);
+  const Watchdog::Scope watched(*watchdog_, "all_reduce");
+  if (!watched) return ComputationModel::all_reduce_blocking(data, op, group);
+  int rc;
+  {
+    MpiCallGuard guard;
+    rc = MPI_Allreduce(MPI_IN_PLACE, data.data, int(data.count), type, mpi_op, comm);
+  }
+  check_mpi(rc, "MPI_Allreduce", rank_);
+}
+
+void NativeMPIModel::all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) {
+  if (!watchdog_ || in.count > max_count_) return ComputationModel::all_gather_blocking(in, out, group);
+  const MPI_Comm comm = prepare_all_gather(in, out, group);
+  const Watchdog::Scope watched(*watchdog_, "all_gather");
+  if (!watched) return ComputationModel::all_gather_blocking(in, out, group);
+  const MPI_Datatype type = types_.datatype(in.dtype);
+  int rc;
+  {
+    MpiCallGuard guard;
+    rc = MPI_Allgather(in.data, int(in.count), type, out.data, int(in.count), type, comm);
+  }
+  check_mpi(rc, "MPI_Allgather", rank_);
+}
+
+void NativeMPIModel::broadcast_blocking(Buffer data, int src, const Group& group) {
+  if (!watchdog_ || data.count > max_count_) return ComputationModel::broadcast_blocking(data, src, group);
+  const auto [comm, root] = prepare_broadcast(data, src, group);
+  const Watchdog::Scope watched(*watchdog_, "broadcast");
+  if (!watched) return ComputationModel::broadcast_blocking(data, src, group);
+  int rc;
+  {
+    MpiCallGuard guard;
+    rc = MPI_Bcast(data.data, int(data.count), types_.datatype(data.dtype), root, comm);
+  }
+  check_mpi(rc, "MPI_Bcast", rank_);
+}
+
+void NativeMPIModel::barrier_blocking(const Group& group) {
+  if (!watchdog_) return ComputationModel::barrier_blocking(group);
+  const MPI_Comm comm = member_comm(group, "barrier");
+  const Watchdog::Scope watched(*watchdog_, "barrier");
+  if (!watched) return ComputationModel::barrier_blocking(group);
+  int rc;
+  {
+    MpiCallGuard guard;
+    rc = MPI_Barrier(comm);
+  }
+  check_mpi(rc, "MPI_Barrier", rank_);
 }
 
 }  // namespace idist::mpi_backend

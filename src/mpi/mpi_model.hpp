@@ -4,12 +4,15 @@
 
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <string_view>
+#include <utility>
 
 #include "idist/computation_model.hpp"
 #include "mpi/mpi_groups.hpp"
 #include "mpi/mpi_topology.hpp"
 #include "mpi/mpi_types.hpp"
+#include "mpi/mpi_watchdog.hpp"
 
 namespace idist::mpi_backend {
 
@@ -19,6 +22,11 @@ namespace idist::mpi_backend {
 /// @throws ValueError when IDIST_MPI_MAX_COUNT is set but not a positive integer.
 std::size_t max_count_from_env();
 
+/// Whether the environment variable IDIST_MPI_BLOCKING asks for blocking collectives ("1"); unset,
+/// empty or "0" mean no.
+/// @throws ValueError for any other value.
+bool blocking_from_env();
+
 /// The mpi computation model: collectives are non-blocking MPI collectives (MPI_Iallreduce,
 /// MPI_Iallgather(v), MPI_Ibcast, MPI_Ibarrier) on a duplicate of MPI_COMM_WORLD, so idist's traffic
 /// never matches the program's own MPI messages. Every communicator idist makes returns errors
@@ -27,6 +35,10 @@ std::size_t max_count_from_env();
 /// MPI_COMM_WORLD's error handler; idist sets that one to MPI_ERRORS_RETURN only when it initialized
 /// MPI itself, so in an adopted context such failures follow the program's own handler (by default,
 /// abort the job).
+///
+/// With blocking collectives on (InitOptions::mpi_blocking_collectives or IDIST_MPI_BLOCKING=1) the
+/// blocking forms call MPI_Allreduce, MPI_Allgather, MPI_Bcast and MPI_Barrier directly under a
+/// Watchdog, which aborts the job when one runs past the timeout.
 ///
 /// Buffers must be host memory. Element counts above the int range of the MPI-3 interface are split
 /// into several MPI calls (all_reduce, broadcast) or gathered as one broadcast per rank
@@ -40,8 +52,10 @@ class NativeMPIModel final : public ComputationModel {
   /// @param thread_level what MPI provided; below MPI_THREAD_MULTIPLE idist serialises its MPI calls.
   /// @param max_count largest element count passed to one MPI call, at most INT_MAX (see
   ///        max_count_from_env()); larger buffers are split.
+  /// @param blocking_collectives call MPI's blocking collectives from the blocking forms (see above).
   /// @throws BackendError when an MPI call fails.
-  NativeMPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_level, std::size_t max_count);
+  NativeMPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_level, std::size_t max_count,
+                 bool blocking_collectives);
   /// Makes no MPI call (finalize() does the collective teardown).
   ~NativeMPIModel() override = default;
 
@@ -85,6 +99,17 @@ class NativeMPIModel final : public ComputationModel {
   /// MPI_Ibarrier.
   Work barrier(const Group& group) override;
 
+  /// MPI_Allreduce under the watchdog when blocking collectives are on, else the polled default.
+  void all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) override;
+  /// MPI_Allgather under the watchdog when blocking collectives are on, else the polled default.
+  void all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) override;
+  /// MPI_Bcast under the watchdog when blocking collectives are on, else the polled default.
+  void broadcast_blocking(Buffer data, int src, const Group& group) override;
+  /// MPI_Barrier under the watchdog when blocking collectives are on, else the polled default.
+  void barrier_blocking(const Group& group) override;
+  /// Whether the blocking forms call MPI's blocking collectives.
+  bool blocking_collectives() const noexcept { return watchdog_ != nullptr; }
+
   /// The thread level MPI provided (MPI_THREAD_SINGLE ... MPI_THREAD_MULTIPLE).
   int thread_level() const noexcept { return thread_level_; }
   /// True when idist initialized MPI (and will finalize it).
@@ -98,6 +123,17 @@ class NativeMPIModel final : public ComputationModel {
   MPI_Comm member_comm(const Group& group, const char* fn);
   // The cache entry for a non-world group (created on first use).
   const GroupComm& group_comm(const Group& group);
+  // Checks an all_reduce's arguments (see all_reduce()) and resolves its MPI handles.
+  struct ReduceCall {
+    MPI_Comm comm;
+    MPI_Datatype type;
+    MPI_Op op;
+  };
+  ReduceCall prepare_all_reduce(const Buffer& data, ReduceOp op, const Group& group);
+  // Checks an all_gather's arguments (see all_gather()) and returns its communicator.
+  MPI_Comm prepare_all_gather(const ConstBuffer& in, const Buffer& out, const Group& group);
+  // Checks a broadcast's arguments (see broadcast()); returns its communicator and root group rank.
+  std::pair<MPI_Comm, int> prepare_broadcast(const Buffer& data, int src, const Group& group);
   // Wraps one request into a Work named `op`.
   Work make_work(MPI_Request request, const char* mpi_fn, std::string_view op);
   // Gathers counts[i] elements from each rank as one MPI_Ibcast per rank (and per chunk): the path
@@ -116,6 +152,7 @@ class NativeMPIModel final : public ComputationModel {
   std::size_t max_count_;  // largest element count passed to one MPI call
   TypeMap types_;
   GroupCache groups_;
+  std::unique_ptr<Watchdog> watchdog_;  // set when blocking collectives are on
 };
 
 }  // namespace idist::mpi_backend

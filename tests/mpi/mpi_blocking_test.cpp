@@ -1,0 +1,110 @@
+// The mpi backend with blocking collectives (InitOptions::mpi_blocking_collectives): the model runs
+// MPI's blocking calls under a watchdog. The collective semantics are checked by the conformance
+// suite run with IDIST_MPI_BLOCKING=1; this file checks the switch and the watchdog's bookkeeping.
+// The abort itself ends the job, so it is tested by mpi_watchdog_abort.cpp.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "idist/collectives.hpp"
+#include "idist/context.hpp"
+#include "idist/error.hpp"
+#include "mpi/mpi_model.hpp"
+#include "mpi/mpi_watchdog.hpp"
+#include "mpi_env.hpp"
+
+namespace {
+
+using idist::mpi_backend::Watchdog;
+
+TEST(MpiBlocking, TheOptionSwitchesTheModelToBlockingCalls) {
+  auto* m = dynamic_cast<idist::mpi_backend::NativeMPIModel*>(&idist::current_model());
+  ASSERT_NE(m, nullptr);
+  EXPECT_TRUE(m->blocking_collectives());
+}
+
+TEST(MpiBlocking, BlockingCallsGiveTheSameResultsAsThePolledOnes) {
+  const int n = idist::get_world_size();
+  const int r = idist::get_rank();
+  std::vector<double> v(1000, double(r + 1));
+  idist::all_reduce(std::span<double>(v));  // MPI_Allreduce
+  std::vector<double> w(1000, double(r + 1));
+  idist::all_reduce_async(std::span<double>(w)).wait();  // MPI_Iallreduce
+  EXPECT_EQ(v, w);
+  EXPECT_DOUBLE_EQ(v.front(), n * (n + 1) / 2.0);
+
+  std::vector<int> gathered(std::size_t(2 * n));
+  const std::vector<int> mine{r, -r};
+  idist::all_gather_into(std::span<const int>(mine), std::span<int>(gathered));
+  for (int k = 0; k < n; ++k) {
+    EXPECT_EQ(gathered[std::size_t(2 * k)], k);
+    EXPECT_EQ(gathered[std::size_t(2 * k + 1)], -k);
+  }
+  EXPECT_EQ(idist::broadcast(r * 10 + 7, n - 1), (n - 1) * 10 + 7);
+  idist::barrier();
+}
+
+TEST(MpiBlocking, BadArgumentsStillRaiseValueErrorBeforeAnyMpiCall) {
+  std::vector<float> in(3), out(5);
+  EXPECT_THROW(idist::all_gather_into(std::span<const float>(in), std::span<float>(out)), idist::ValueError);
+  EXPECT_THROW(idist::broadcast(1, idist::get_world_size()), idist::ValueError);
+  EXPECT_THROW(idist::all_reduce(1.5, idist::ReduceOp::And), idist::ValueError);
+  EXPECT_EQ(idist::all_reduce(1), idist::get_world_size());  // the ranks still agree afterwards
+}
+
+TEST(MpiBlocking, EnvironmentSwitchAcceptsZeroAndOneOnly) {
+  const char* saved = std::getenv("IDIST_MPI_BLOCKING");
+  const std::string keep = saved ? saved : "";
+  setenv("IDIST_MPI_BLOCKING", "1", 1);
+  EXPECT_TRUE(idist::mpi_backend::blocking_from_env());
+  setenv("IDIST_MPI_BLOCKING", "0", 1);
+  EXPECT_FALSE(idist::mpi_backend::blocking_from_env());
+  setenv("IDIST_MPI_BLOCKING", "yes", 1);
+  try {
+    idist::mpi_backend::blocking_from_env();
+    ADD_FAILURE() << "IDIST_MPI_BLOCKING=yes was accepted";
+  } catch (const idist::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("should be 0 or 1, but given 'yes'"), std::string::npos) << e.what();
+  }
+  unsetenv("IDIST_MPI_BLOCKING");
+  EXPECT_FALSE(idist::mpi_backend::blocking_from_env());
+  if (saved) setenv("IDIST_MPI_BLOCKING", keep.c_str(), 1);
+}
+
+TEST(MpiWatchdog, SixteenCallsCanBeWatchedAtOnceAndASeventeenthIsRefused) {
+  Watchdog w(std::chrono::seconds(60), idist::get_rank());
+  std::vector<std::unique_ptr<Watchdog::Scope>> scopes;
+  for (int i = 0; i < 16; ++i) {
+    scopes.push_back(std::make_unique<Watchdog::Scope>(w, "all_reduce"));
+    EXPECT_TRUE(bool(*scopes.back())) << "slot " << i;
+  }
+  {
+    const Watchdog::Scope extra(w, "barrier");
+    EXPECT_FALSE(bool(extra));  // the caller falls back to the polled path
+  }
+  scopes.pop_back();
+  const Watchdog::Scope again(w, "barrier");
+  EXPECT_TRUE(bool(again));
+}
+
+TEST(MpiWatchdog, PollingPeriodIsATwentiethOfTheTimeoutWithinBounds) {
+  EXPECT_EQ(Watchdog(std::chrono::seconds(2), 0).period(), std::chrono::milliseconds(100));
+  EXPECT_EQ(Watchdog(std::chrono::milliseconds(5), 0).period(), std::chrono::milliseconds(1));
+  EXPECT_EQ(Watchdog(std::chrono::minutes(30), 0).period(), std::chrono::milliseconds(250));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  idist::test::quiet_non_root_ranks();
+  idist::InitOptions opts;
+  opts.mpi_blocking_collectives = true;
+  idist::initialize("mpi", opts);
+  const int rc = RUN_ALL_TESTS();
+  idist::finalize();
+  return rc;
+}
