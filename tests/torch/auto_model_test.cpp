@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -114,18 +115,19 @@ TEST(AutoModel, BroadcastsRankZerosParameters) {
   EXPECT_EQ(max_diff(*net, rank0), 0.0);
 }
 
-class DdpEquivalence : public ::testing::TestWithParam<double> {};
+// (bucket cap in MiB, gradient_as_bucket_view)
+class DdpEquivalence : public ::testing::TestWithParam<std::tuple<double, bool>> {};
 
 TEST_P(DdpEquivalence, ShardedTrainingMatchesOneProcess) {
   if (ws() < 2) GTEST_SKIP() << "needs two ranks";
-  const double cap_mb = GetParam();
+  const auto [cap_mb, as_view] = GetParam();
   const std::int64_t batch = 12, steps = 6;  // 12 splits evenly over 2 and 3 ranks
   torch::manual_seed(7);
   const auto X = torch::randn({steps, batch, 6});
   const auto Y = torch::randn({steps, batch, 3});
 
   torch::manual_seed(100 + rank());
-  auto net = idist::auto_model(std::make_shared<Mlp>(), {.bucket_cap_mb = cap_mb});
+  auto net = idist::auto_model(std::make_shared<Mlp>(), {.bucket_cap_mb = cap_mb, .gradient_as_bucket_view = as_view});
   const auto reducer = idist::detail::reducer_of(net);
   ASSERT_NE(reducer, nullptr);
   if (cap_mb >= 1)
@@ -135,6 +137,9 @@ TEST_P(DdpEquivalence, ShardedTrainingMatchesOneProcess) {
   const std::int64_t share = batch / ws();
   train(*net, [&](torch::Tensor x) { return net->forward(x); }, X, Y, rank() * share, (rank() + 1) * share);
   EXPECT_EQ(reducer->sync_count(), std::size_t(steps));
+  // The gradients live in the buckets exactly when asked (zero_grad's detach_() kept them there).
+  for (std::size_t i = 0; i < reducer->param_names().size(); ++i)
+    EXPECT_EQ(reducer->gradient_in_bucket(i), as_view) << reducer->param_names()[i];
 
   torch::manual_seed(100);  // rank 0's initial parameters, trained alone on whole batches
   auto reference = std::make_shared<Mlp>();
@@ -150,8 +155,11 @@ TEST_P(DdpEquivalence, ShardedTrainingMatchesOneProcess) {
   EXPECT_TRUE(same_as_rank0(*net));
 }
 
-INSTANTIATE_TEST_SUITE_P(Buckets, DdpEquivalence, ::testing::Values(25.0, 0.0002),
-                         [](const auto& info) { return info.param >= 1 ? "OneBucket" : "SeveralBuckets"; });
+INSTANTIATE_TEST_SUITE_P(Buckets, DdpEquivalence,
+                         ::testing::Combine(::testing::Values(25.0, 0.0002), ::testing::Bool()), [](const auto& info) {
+                           return std::string(std::get<0>(info.param) >= 1 ? "OneBucket" : "SeveralBuckets") +
+                                  (std::get<1>(info.param) ? "AsViews" : "Copied");
+                         });
 
 TEST(NoSync, AccumulatesLocallyThenAveragesTheSum) {
   if (ws() < 2) GTEST_SKIP() << "needs two ranks";
@@ -224,14 +232,18 @@ TEST(UnusedParameters, FindUnusedAveragesWhatSomeRankUsed) {
   ASSERT_TRUE(net->b->weight.grad().defined());
   EXPECT_TRUE(net->b->weight.grad().allclose(2 * x.sum(0).expand({3, 4}) / ws(), 1e-6, 1e-6));
   EXPECT_TRUE(net->a->weight.grad().allclose(x.sum(0).expand({3, 4}), 1e-6, 1e-6));
-  // Nobody uses b: its gradient is left as it was.
+  // Nobody uses b: its gradient is left as it was (also when it lives in the bucket, which
+  // carries this rank's zero contribution during the all-reduce).
   net->zero_grad();
-  const auto before = net->b->weight.grad().defined() ? net->b->weight.grad().clone() : torch::Tensor();
+  ASSERT_TRUE(net->b->weight.grad().defined());
+  {
+    torch::NoGradGuard no_grad;
+    net->b->weight.grad().fill_(3.0f + float(rank()));
+  }
+  const auto before = net->b->weight.grad().clone();
   net->a(x).sum().backward();
-  if (before.defined())
-    EXPECT_TRUE(net->b->weight.grad().equal(before));
-  else
-    EXPECT_FALSE(net->b->weight.grad().defined());
+  EXPECT_TRUE(net->b->weight.grad().equal(before));
+  EXPECT_TRUE(net->a->weight.grad().allclose(x.sum(0).expand({3, 4}), 1e-6, 1e-6));
 }
 
 TEST(AutoModel, BuffersFollowRankZero) {

@@ -157,6 +157,7 @@ TEST(Reducer, FindUnusedParametersTolerates) {
   Reducer::Options opts;
   opts.find_unused_parameters = true;
   auto reducer = Reducer::create(net, opts);
+  torch::manual_seed(11);  // the same x on every rank, whatever ran before
   const auto x = torch::randn({2, 4});
   net->used(x).sum().backward();
   EXPECT_EQ(reducer->sync_count(), 1u);

@@ -44,6 +44,13 @@ struct AutoModelOptions {
   /// LibTorch has no forward hooks, so they are broadcast after each synchronised backward rather
   /// than before each forward: after every training step all ranks hold rank 0's buffers.
   bool broadcast_buffers = true;
+  /// Make each parameter's .grad() share memory with its slot of the gradient bucket (DDP's
+  /// gradient_as_bucket_view), so the buckets cost no memory beyond the gradients and nothing is
+  /// copied back after the all-reduce. idist defaults to true where DDP defaults to false: the
+  /// aliases carry no autograd view metadata, so LibTorch's zero_grad() and detach_() work on them
+  /// as on any gradient, and gradient values are identical either way. Set false to give the
+  /// gradients storage of their own (the buckets are then one extra copy of the gradients).
+  bool gradient_as_bucket_view = true;
 };
 
 namespace detail {
@@ -216,6 +223,7 @@ Model auto_model(Model model, const AutoModelOptions& opts = {}) {
     detail::broadcast_module_states(*module);
     detail::Reducer::Options ropts;
     ropts.bucket_cap_mb = opts.bucket_cap_mb;
+    ropts.gradient_as_bucket_view = opts.gradient_as_bucket_view;
     ropts.find_unused_parameters = opts.find_unused_parameters;
     ropts.broadcast_buffers = opts.broadcast_buffers;
     detail::reducer_registry().add(module, detail::Reducer::create(module, ropts));

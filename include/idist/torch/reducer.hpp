@@ -8,15 +8,19 @@
 ///   (gradients become ready roughly in that order during backward). A bucket holds parameters of
 ///   one dtype and device; it is closed once it reaches its cap: 1 MiB for the first bucket (or
 ///   bucket_cap_mb when smaller), bucket_cap_mb for the others.
-/// - Each bucket owns one flat, contiguous gradient buffer (one extra copy of the gradients).
+/// - Each bucket owns one flat, contiguous gradient buffer. With gradient_as_bucket_view (the
+///   default) every parameter's .grad() becomes an alias of its slot after the first synchronised
+///   backward, so autograd accumulates straight into the bucket and the gradients cost no extra
+///   memory; otherwise the buckets are one extra copy of the gradients.
 /// - A post hook on every parameter's gradient accumulator (AccumulateGrad) fires once the
-///   parameter's .grad() is final for this backward; it copies the gradient into its slot of the
-///   bucket, divided by the world size (the averaging is folded into the bucket).
+///   parameter's .grad() is final for this backward; it divides the gradient by the world size
+///   into its slot of the bucket (in place when .grad() already is the slot): the averaging is
+///   folded into the bucket.
 /// - When all gradients of a bucket are in, the bucket's all-reduce is launched with the
 ///   non-blocking API, always in bucket order so that every rank issues the same sequence.
 /// - The first hook of a backward queues an autograd final callback; it launches what is left,
-///   waits for every bucket and copies the averaged gradients back, so that they are averaged
-///   when backward() returns. Nothing is in flight afterwards, so the user's own collectives never
+///   waits for every bucket and makes .grad() the averaged slot (or copies it back), so that the
+///   gradients are averaged when backward() returns. Nothing is in flight afterwards, so the user's own collectives never
 ///   interleave with gradient buckets.
 ///
 /// Differences from DDP: the bucket order stays the reverse registration order (DDP rebuilds its
@@ -136,6 +140,8 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     bool find_unused_parameters = false;
     /// Broadcast the module's buffers from rank 0 after each synchronised backward.
     bool broadcast_buffers = true;
+    /// Make each .grad() an alias of its bucket slot (DDP's gradient_as_bucket_view).
+    bool gradient_as_bucket_view = true;
   };
 
   /// Builds the buckets and installs the hooks on the parameters of `module`.
@@ -183,6 +189,12 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   std::size_t sync_count() const {
     std::lock_guard lock(mutex_);
     return sync_count_;
+  }
+  /// Whether parameter `i`'s .grad() currently shares memory with its bucket slot (always false
+  /// without gradient_as_bucket_view, true with it once a synchronised backward has run).
+  bool gradient_in_bucket(std::size_t i) const {
+    std::lock_guard lock(mutex_);
+    return is_slot_alias(i);
   }
   /// Buckets whose all-reduce the hooks launched during the last synchronised backward, before
   /// its final callback: the communication that overlapped the rest of the backward.
@@ -269,6 +281,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     }
     ready_.assign(params_.size(), false);
     used_.assign(params_.size(), 0);
+    kept_.resize(params_.size());
   }
 
   void install_hooks() {
@@ -318,10 +331,12 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
         at::NoGradGuard no_grad;
         if (!grad.defined()) {
           view.zero_();
+        } else if (grad.is_sparse()) {
+          throw ValueError("auto_model: parameter '" + names_[i] +
+                           "' has a sparse gradient; idist averages dense gradients only");
+        } else if (is_slot_alias(i)) {
+          view.div_(world_size_tensor_);  // autograd accumulated into the slot: average in place
         } else {
-          if (grad.is_sparse())
-            throw ValueError("auto_model: parameter '" + names_[i] +
-                             "' has a sparse gradient; idist averages dense gradients only");
           at::div_out(view, grad, world_size_tensor_);  // copy and average in one pass
         }
       }
@@ -381,7 +396,10 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
       {
         at::NoGradGuard no_grad;
         for (std::size_t i : missing) {
-          views_[i].zero_();  // zero contribution from this rank
+          // Zero contribution from this rank; a gradient living in the slot is kept aside, to be
+          // restored should no rank have used the parameter.
+          if (is_slot_alias(i)) kept_[i] = views_[i].clone();
+          views_[i].zero_();
           --buckets_[slots_[i].bucket].pending;
         }
       }
@@ -396,13 +414,21 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
       at::NoGradGuard no_grad;
       for (std::size_t i = 0; i < params_.size(); ++i) {
         // A parameter no rank used keeps its gradient untouched (DDP leaves it alone too).
-        if (opts_.find_unused_parameters && used_by_any[i] == 0) continue;
+        if (opts_.find_unused_parameters && used_by_any[i] == 0) {
+          if (kept_[i].defined()) views_[i].copy_(kept_[i]);
+          continue;
+        }
+        if (is_slot_alias(i)) continue;  // already holds the average
         at::Tensor& grad = params_[i].mutable_grad();
-        if (grad.defined())
+        // A gradient that is part of a graph (create_graph=True) keeps its identity.
+        if (opts_.gradient_as_bucket_view && !(grad.defined() && grad.requires_grad()))
+          grad = slot_alias(i);
+        else if (grad.defined())
           grad.copy_(views_[i]);
         else
           grad = views_[i].clone();
       }
+      for (auto& k : kept_) k = at::Tensor();
       if (opts_.broadcast_buffers && world_size_ > 1) broadcast_buffers();
     } catch (...) {
       drain_quietly();
@@ -413,6 +439,24 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     in_backward_ = false;
     early_launches_ = launched_by_hooks;
     ++sync_count_;
+  }
+
+  /// Whether parameter i's .grad() is its bucket slot (gradient_as_bucket_view after the first
+  /// synchronised backward, unless the user replaced or reset the gradient since).
+  bool is_slot_alias(std::size_t i) const {
+    const at::Tensor& g = params_[i].grad();
+    return g.defined() && !g.is_sparse() && g.data_ptr() == views_[i].data_ptr() && g.numel() == views_[i].numel();
+  }
+
+  /// A tensor sharing parameter i's slot of its bucket, shaped like the parameter. It is made with
+  /// set_() rather than as a view so that autograd sees no view: LibTorch's Optimizer::zero_grad()
+  /// calls detach_() on gradients, which autograd refuses on views.
+  at::Tensor slot_alias(std::size_t i) const {
+    const Slot& s = slots_[i];
+    const at::Tensor& flat = buckets_[s.bucket].flat;
+    at::Tensor g = at::empty({0}, flat.options());
+    g.set_(flat.storage(), flat.storage_offset() + s.offset, params_[i].sizes());
+    return g;
   }
 
   /// Copies rank 0's buffers (e.g. batch-norm running statistics) to every rank.
@@ -435,6 +479,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   bool in_backward_ = false;
   std::vector<bool> ready_;
   std::vector<std::int32_t> used_;  // 1 when the parameter's hook fired in this backward
+  std::vector<at::Tensor> kept_;    // gradients of unused parameters set aside during finalize
   std::size_t next_bucket_ = 0;
   std::size_t sync_count_ = 0;
   std::size_t early_launches_ = 0;
