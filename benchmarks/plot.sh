@@ -19,7 +19,7 @@ value() {  # value <file> <config> <column-name>
                                     $2 == cfg { print $c; exit }' "$1"
 }
 
-for b in mpi gloo; do
+for b in mpi mpi_blocking gloo; do
   ar=$in/collectives_${b}_all_reduce.csv
   ag=$in/collectives_${b}_all_gather.csv
   bc=$in/collectives_${b}_broadcast.csv
@@ -36,7 +36,7 @@ files = "$ar $ag $bc"
 names = "all\\\\_reduce all\\\\_gather broadcast"
 
 set output "$img/collectives_${b}_latency.png"
-set title "$b, 2 ranks: p50 latency (per-iteration max over ranks)"
+set title "${b/_/ }, 2 ranks: p50 latency (per-iteration max over ranks)"
 set logscale y 10
 set format y "10^{%L}"
 set ylabel "p50 latency (µs)"
@@ -44,7 +44,7 @@ plot for [i=1:3] word(files, i) using "size_B":"p50_us" with linespoints lw 2 pt
      for [i=1:3] word(files, i) using "size_B":"raw_p50_us" with linespoints lw 1 dt 2 pt 6 ps 0.6 lc i title word(names, i)." raw"
 
 set output "$img/collectives_${b}_busbw.png"
-set title "$b, 2 ranks: bus bandwidth from p50 (nccl-tests factors)"
+set title "${b/_/ }, 2 ranks: bus bandwidth from p50 (nccl-tests factors)"
 set format y "%g"
 set ylabel "busbw (GB/s, 10^9 B/s)"
 set key top left
@@ -52,12 +52,12 @@ plot for [i=1:3] word(files, i) using "size_B":"busbw_GBps" with linespoints lw 
      for [i=1:3] word(files, i) using "size_B":"raw_busbw_GBps" with linespoints lw 1 dt 2 pt 6 ps 0.6 lc i title word(names, i)." raw"
 
 set output "$img/collectives_${b}_ratio.png"
-set title "$b, 2 ranks: idist p50 / raw p50 (target: below the dashed line, or within 0.3 µs)"
+set title "${b/_/ }, 2 ranks: idist p50 / raw p50 (target: below the dashed line, or within 0.3 µs)"
 unset logscale y
 set ylabel "idist / raw"
 set yrange [0:*]
 plot for [i=1:3] word(files, i) using "size_B":"ratio_raw" with linespoints lw 2 pt 7 ps 0.6 lc i title word(names, i)." / blocking raw", \
-     $( [ "$b" = mpi ] && echo 'for [i=1:3] word(files, i) using "size_B":"ratio_raw_nb" with linespoints lw 1 dt 2 pt 6 ps 0.6 lc i title word(names, i)." / MPI\\_I* + MPI\\_Wait",' ) \
+     $( [[ $b == mpi* ]] && echo 'for [i=1:3] word(files, i) using "size_B":"ratio_raw_nb" with linespoints lw 1 dt 2 pt 6 ps 0.6 lc i title word(names, i)." / MPI\\_I* + MPI\\_Wait",' ) \
      1.03 with lines dt 2 lc "black" title "1.03", 1 with lines lc "gray" notitle
 GP
   echo "plot.sh: $img/collectives_${b}_{latency,busbw,ratio}.png"

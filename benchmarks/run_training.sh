@@ -41,7 +41,7 @@ for m in cnn mlp32x512 mlp200x64; do
   launch serial --models "$m" --configs local --warmup 1 --rounds 1 --steps 2 --out-dir "$scratch" \
     --memory-csv "$out/training_memory.csv" > /dev/null
   for b in $backends; do
-    for c in status_quo_idist status_quo_raw no_sync auto_model:25; do
+    for c in status_quo_idist status_quo_raw no_sync auto_model:25 auto_model_copy:25; do
       launch "$b" --models "$m" --configs "$c" --warmup 1 --rounds 1 --steps 2 --out-dir "$scratch" \
         --memory-csv "$out/training_memory.csv" > /dev/null
     done

@@ -17,13 +17,13 @@ table() {
     { line = "|"; for (j = 1; j <= n; j++) line = line " " ((w[j] in col) ? $(col[w[j]]) : "-") " |"; print line }' "$f"
 }
 
-for b in mpi gloo; do
+for b in mpi mpi_blocking gloo; do
   for op in all_reduce all_gather broadcast barrier; do
     f=$in/collectives_${b}_$op.csv
     [ -f "$f" ] || continue
     echo "#### $b $op"
     echo
-    if [ "$b" = mpi ]; then
+    if [[ $b == mpi* ]]; then
       table "$f" size_B p50_us raw_p50_us ratio_raw raw_nb_p50_us ratio_raw_nb p99_us raw_p99_us busbw_GBps raw_busbw_GBps wrong target
     else
       table "$f" size_B p50_us raw_p50_us ratio_raw p99_us raw_p99_us busbw_GBps raw_busbw_GBps wrong target

@@ -159,13 +159,13 @@ void run_model(const TrainingOptions& o, const std::string& model, const std::ve
   for (std::size_t k = 0; k < nc; ++k) {
     const Trainer& t = *trainers[k];
     const Summary& s = sums[k];
-    const bool am = t.config().strategy == Strategy::AutoModel;
+    const bool am = t.config().strategy == Strategy::AutoModel || t.config().strategy == Strategy::AutoModelCopy;
     const auto ratio = [&](double ref) { return ref > 0 ? fixed(ref / s.p50, 3) : std::string("-"); };
     table.add_row({model, t.config().name(), am ? fmt::format("{:g}", t.config().bucket_mb) : "-",
                    std::to_string(t.buckets()), std::to_string(n), std::to_string(batch), fixed(s.p50, 2),
                    fixed(s.p90, 2), fixed(s.p95, 2), fixed(double(n * batch) / (s.p50 / 1000.0), 1), ratio(sq_idist),
                    ratio(sq_raw), nosync > 0 && t.config().strategy != Strategy::NoSync ? fixed(s.p50 - nosync, 2) : "-",
-                   am && t.config().bucket_mb == 25.0 ? target(backend, model, s.p50, sq_idist, sq_raw) : "-",
+                   t.config().strategy == Strategy::AutoModel && t.config().bucket_mb == 25.0 ? target(backend, model, s.p50, sq_idist, sq_raw) : "-",
                    fixed(s.avg, 2), fixed(s.min, 2), fixed(s.max, 2), std::to_string(s.n),
                    fixed(double(t.gradient_bytes()) / kMiB, 2), fixed(double(t.bucket_bytes()) / kMiB, 2),
                    fmt::format("{:.6g}", t.last_loss())});

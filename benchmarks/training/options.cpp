@@ -29,7 +29,8 @@ bool parse_training_options(int argc, char** argv, TrainingOptions& o, int& exit
   app.add_option("--port", o.port, "Rendezvous port when spawning")->check(CLI::Range(1, 65535));
   app.add_option("--models", o.models, "Models to train")->delimiter(',')->check(CLI::IsMember(model_names()));
   app.add_option("--configs", o.configs,
-                 "Configurations (default: all): local, status_quo_idist, status_quo_raw, no_sync, auto_model[:MiB]")
+                 "Configurations (default: all): local, status_quo_idist, status_quo_raw, no_sync, auto_model[:MiB], "
+                 "auto_model_copy[:MiB]")
       ->delimiter(',')
       ->check([](const std::string& s) {
         try {

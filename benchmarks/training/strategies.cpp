@@ -18,6 +18,7 @@ std::string Config::name() const {
   switch (strategy) {
     case Strategy::Local: return "local";
     case Strategy::AutoModel: return fmt::format("auto_model:{:g}", bucket_mb);
+    case Strategy::AutoModelCopy: return fmt::format("auto_model_copy:{:g}", bucket_mb);
     case Strategy::StatusQuoIdist: return "status_quo_idist";
     case Strategy::StatusQuoRaw: return "status_quo_raw";
     case Strategy::NoSync: return "no_sync";
@@ -29,19 +30,20 @@ Config parse_config(const std::string& text) {
   Config c;
   if (text == "local") {
     c.strategy = Strategy::Local;
-  } else if (text == "auto_model") {
-    c.strategy = Strategy::AutoModel;
-  } else if (text.rfind("auto_model:", 0) == 0) {
-    c.strategy = Strategy::AutoModel;
+  } else if (text == "auto_model" || text == "auto_model_copy") {
+    c.strategy = text == "auto_model" ? Strategy::AutoModel : Strategy::AutoModelCopy;
+  } else if (text.rfind("auto_model:", 0) == 0 || text.rfind("auto_model_copy:", 0) == 0) {
+    c.strategy = text[10] == ':' ? Strategy::AutoModel : Strategy::AutoModelCopy;
     std::size_t used = 0;
-    const std::string num = text.substr(11);
+    const std::string num = text.substr(text.find(':') + 1);
     try {
       c.bucket_mb = std::stod(num, &used);
     } catch (const std::exception&) {
       used = 0;
     }
     if (used != num.size() || used == 0 || !(c.bucket_mb > 0))
-      throw std::invalid_argument("config '" + text + "': expected auto_model:<positive bucket cap in MiB>");
+      throw std::invalid_argument("config '" + text + "': expected " + text.substr(0, text.find(':')) +
+                                  ":<positive bucket cap in MiB>");
   } else if (text == "status_quo_idist") {
     c.strategy = Strategy::StatusQuoIdist;
   } else if (text == "status_quo_raw") {
@@ -50,7 +52,8 @@ Config parse_config(const std::string& text) {
     c.strategy = Strategy::NoSync;
   } else {
     throw std::invalid_argument("unknown config '" + text +
-                                "'; expected local, auto_model[:MiB], status_quo_idist, status_quo_raw or no_sync");
+                                "'; expected local, auto_model[:MiB], auto_model_copy[:MiB], status_quo_idist, "
+                                "status_quo_raw or no_sync");
   }
   return c;
 }
@@ -59,6 +62,7 @@ std::vector<Config> default_configs(bool distributed, const std::vector<double>&
   if (!distributed) return {Config{Strategy::Local}};
   std::vector<Config> out{{Strategy::StatusQuoIdist}, {Strategy::StatusQuoRaw}, {Strategy::NoSync}};
   for (double b : buckets_mb) out.push_back(Config{Strategy::AutoModel, b});
+  out.push_back(Config{Strategy::AutoModelCopy, 25.0});  // DDP's default layout, for comparison
   return out;
 }
 
@@ -68,8 +72,11 @@ Trainer::Trainer(const std::string& model, Config config, std::int64_t batch, st
     throw std::invalid_argument("status_quo_raw needs a raw backend (mpi or gloo)");
   w_ = make_workload(model, batch, seed, seed + 1000 + std::uint64_t(idist::get_rank()));
   grad_bytes_ = idist_bench::gradient_bytes(*w_.model);
-  if (config_.strategy == Strategy::AutoModel || config_.strategy == Strategy::NoSync) {
-    w_.model = idist::auto_model(w_.model, idist::AutoModelOptions{.bucket_cap_mb = config_.bucket_mb});
+  if (config_.strategy == Strategy::AutoModel || config_.strategy == Strategy::AutoModelCopy ||
+      config_.strategy == Strategy::NoSync) {
+    w_.model = idist::auto_model(w_.model, idist::AutoModelOptions{
+                                               .bucket_cap_mb = config_.bucket_mb,
+                                               .gradient_as_bucket_view = config_.strategy != Strategy::AutoModelCopy});
     if (auto r = idist::detail::reducer_of(w_.model)) {
       for (std::size_t b : r->bucket_bytes()) bucket_bytes_ += b;
       buckets_ = r->buckets().size();

@@ -15,6 +15,7 @@ namespace idist_bench {
 enum class Strategy {
   Local,           ///< one process, no idist, no communication
   AutoModel,       ///< idist::auto_model (bucketed, overlapped, averaged in the bucket)
+  AutoModelCopy,   ///< the same with gradient_as_bucket_view = false (buckets are a copy)
   StatusQuoIdist,  ///< after backward: one blocking idist::all_reduce per parameter, then divide
   StatusQuoRaw,    ///< the same with the raw backend call (MPI_Allreduce / gloo::allreduce)
   NoSync,          ///< auto_model inside idist::no_sync: local accumulation only (no communication)
@@ -24,11 +25,11 @@ enum class Strategy {
 struct Config {
   Strategy strategy = Strategy::Local;
   double bucket_mb = 25.0;  ///< AutoModelOptions::bucket_cap_mb (MiB, as DDP's bucket_cap_mb)
-  /// "local", "auto_model:25", "status_quo_idist", "status_quo_raw", "no_sync".
+  /// "local", "auto_model:25", "auto_model_copy:25", "status_quo_idist", "status_quo_raw", "no_sync".
   std::string name() const;
 };
 
-/// Parses Config::name() text ("auto_model" alone means the default 25 MiB cap).
+/// Parses Config::name() text ("auto_model" or "auto_model_copy" alone means the default 25 MiB cap).
 /// @throws std::invalid_argument for anything else.
 Config parse_config(const std::string& text);
 

@@ -180,18 +180,45 @@ Work GlooModel::submit(Communicator& comm, const char* op, Run run) {
   return Work(std::move(impl), op, rank, timeout);
 }
 
+template <class Run>
+Work GlooModel::issue(Communicator& comm, const char* op, bool blocking, Run run) {
+  if (!blocking) return submit(comm, op, std::move(run));
+  const int rank = info_.rank;
+  if (!comm.lane->run_if_idle([&] { run_guarded(comm, op, rank, run); })) submit(comm, op, std::move(run)).wait();
+  return Work{};
+}
+
+Work GlooModel::all_reduce(Buffer data, ReduceOp op, const Group& group) {
+  return all_reduce_impl(data, op, group, false);
+}
+void GlooModel::all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) {
+  all_reduce_impl(data, op, group, true);
+}
+Work GlooModel::all_gather(ConstBuffer in, Buffer out, const Group& group) {
+  return all_gather_impl(in, out, group, false);
+}
+void GlooModel::all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) {
+  all_gather_impl(in, out, group, true);
+}
+Work GlooModel::broadcast(Buffer data, int src, const Group& group) { return broadcast_impl(data, src, group, false); }
+void GlooModel::broadcast_blocking(Buffer data, int src, const Group& group) {
+  broadcast_impl(data, src, group, true);
+}
+Work GlooModel::barrier(const Group& group) { return barrier_impl(group, false); }
+void GlooModel::barrier_blocking(const Group& group) { barrier_impl(group, true); }
+
 // gloo's option classes take a shared_ptr to the context; the lane owns the context for as long as
 // it runs operations, so a non-owning alias avoids a reference count per operation.
 static std::shared_ptr<gloo::Context> borrow(gloo::Context& ctx) { return {std::shared_ptr<void>(), &ctx}; }
 
-Work GlooModel::all_reduce(Buffer data, ReduceOp op, const Group& group) {
+Work GlooModel::all_reduce_impl(Buffer data, ReduceOp op, const Group& group, bool blocking) {
   check_host(data.device, "all_reduce");
   const ReduceFn fn = reduce_function(data.dtype, op);  // ValueError for And / Or on floats
   Communicator& comm = communicator(group);
   if (data.count == 0) return Work{};
   const auto algorithm = use_bcube_ ? gloo::AllreduceOptions::Algorithm::BCUBE : gloo::AllreduceOptions::Algorithm::RING;
   const auto timeout = this->timeout();
-  return submit(comm, "all_reduce", [data, fn, algorithm, timeout](gloo::Context& ctx) {
+  return issue(comm, "all_reduce", blocking, [data, fn, algorithm, timeout](gloo::Context& ctx) {
     gloo::AllreduceOptions o(borrow(ctx));
     with_element_type(dtype_size(data.dtype), [&](auto t) {
       using T = decltype(t);
@@ -204,7 +231,7 @@ Work GlooModel::all_reduce(Buffer data, ReduceOp op, const Group& group) {
   });
 }
 
-Work GlooModel::all_gather(ConstBuffer in, Buffer out, const Group& group) {
+Work GlooModel::all_gather_impl(ConstBuffer in, Buffer out, const Group& group, bool blocking) {
   check_host(in.device, "all_gather");
   check_host(out.device, "all_gather");
   Communicator& comm = communicator(group);
@@ -215,7 +242,7 @@ Work GlooModel::all_gather(ConstBuffer in, Buffer out, const Group& group) {
                      std::string(to_string(out.dtype)));
   if (in.count == 0) return Work{};
   const auto timeout = this->timeout();
-  return submit(comm, "all_gather", [in, out, timeout](gloo::Context& ctx) {
+  return issue(comm, "all_gather", blocking, [in, out, timeout](gloo::Context& ctx) {
     gloo::AllgatherOptions o(borrow(ctx));
     with_element_type(dtype_size(in.dtype), [&](auto t) {
       using T = decltype(t);
@@ -255,7 +282,7 @@ Work GlooModel::all_gather_v(ConstBuffer in, Buffer out, std::span<const std::si
   });
 }
 
-Work GlooModel::broadcast(Buffer data, int src, const Group& group) {
+Work GlooModel::broadcast_impl(Buffer data, int src, const Group& group, bool blocking) {
   check_host(data.device, "broadcast");
   Communicator& comm = communicator(group);
   const auto it = std::lower_bound(comm.ranks.begin(), comm.ranks.end(), src);
@@ -264,7 +291,7 @@ Work GlooModel::broadcast(Buffer data, int src, const Group& group) {
   const int root = int(it - comm.ranks.begin());
   if (data.count == 0) return Work{};
   const auto timeout = this->timeout();
-  return submit(comm, "broadcast", [data, root, timeout](gloo::Context& ctx) {
+  return issue(comm, "broadcast", blocking, [data, root, timeout](gloo::Context& ctx) {
     gloo::BroadcastOptions o(borrow(ctx));
     with_element_type(dtype_size(data.dtype), [&](auto t) {
       using T = decltype(t);
@@ -276,10 +303,10 @@ Work GlooModel::broadcast(Buffer data, int src, const Group& group) {
   });
 }
 
-Work GlooModel::barrier(const Group& group) {
+Work GlooModel::barrier_impl(const Group& group, bool blocking) {
   Communicator& comm = communicator(group);
   const auto timeout = this->timeout();
-  return submit(comm, "barrier", [timeout](gloo::Context& ctx) {
+  return issue(comm, "barrier", blocking, [timeout](gloo::Context& ctx) {
     gloo::BarrierOptions o(borrow(ctx));
     o.setTimeout(timeout);
     gloo::barrier(o);

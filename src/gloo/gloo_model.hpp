@@ -85,6 +85,12 @@ class GlooModel final : public ComputationModel {
   Work all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, const Group& group) override;
   Work broadcast(Buffer data, int src, const Group& group) override;
   Work barrier(const Group& group) override;
+  /// The blocking forms run the gloo algorithm on the calling thread when the group's lane is idle
+  /// (OpLane::run_if_idle), else queue it behind the lane's operations and wait.
+  void all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) override;
+  void all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) override;
+  void broadcast_blocking(Buffer data, int src, const Group& group) override;
+  void barrier_blocking(const Group& group) override;
 
  private:
   /// The communicator of `group` (this rank is a member: group_rank() was checked by the caller).
@@ -94,6 +100,14 @@ class GlooModel final : public ComputationModel {
   /// Queues `run(gloo::Context&)` on `comm`'s lane and wraps it in a Work named `op`.
   template <class Run>
   Work submit(Communicator& comm, const char* op, Run run);
+  /// Queues `run` (blocking false), or runs it to completion (blocking true; returns an empty Work).
+  template <class Run>
+  Work issue(Communicator& comm, const char* op, bool blocking, Run run);
+  // The collectives, shared by the non-blocking and blocking forms.
+  Work all_reduce_impl(Buffer data, ReduceOp op, const Group& group, bool blocking);
+  Work all_gather_impl(ConstBuffer in, Buffer out, const Group& group, bool blocking);
+  Work broadcast_impl(Buffer data, int src, const Group& group, bool blocking);
+  Work barrier_impl(const Group& group, bool blocking);
   /// Runs `run` on `comm`'s context; gloo failures become TimeoutError / BackendError.
   template <class Run>
   static void run_guarded(Communicator& comm, const char* op, int rank, const Run& run);

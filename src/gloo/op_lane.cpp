@@ -151,6 +151,23 @@ std::shared_ptr<detail::WorkImpl> OpLane::submit(Op op, Clock::time_point inline
   return work;
 }
 
+bool OpLane::claim_idle() {
+  std::lock_guard lock(state_->mutex);
+  if (state_->stopping || state_->running || !state_->queue.empty()) return false;
+  state_->running = true;
+  return true;
+}
+
+void OpLane::release_claim() {
+  std::lock_guard lock(state_->mutex);
+  state_->running = false;
+  // Operations other threads queued meanwhile were left to the worker.
+  if (!state_->queue.empty() && state_->worker == State::Worker::Parked) {
+    state_->worker = State::Worker::Busy;
+    state_->cv.notify_one();
+  }
+}
+
 void OpLane::stop(const std::string& why) {
   std::deque<State::Item> left;
   {

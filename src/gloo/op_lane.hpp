@@ -41,6 +41,22 @@ class OpLane {
   /// @returns the completion handle to wrap in a Work.
   std::shared_ptr<detail::WorkImpl> submit(Op op, std::chrono::steady_clock::time_point inline_ok_from);
 
+  /// Runs `op` on the calling thread at once when the lane is idle (nothing queued or running),
+  /// without queueing it or waking the worker: the fast path of blocking collectives, which would
+  /// otherwise keep the worker waking on its timer between back-to-back calls. Exceptions from
+  /// `op` propagate. Returns false without running `op` when the lane is busy or stopped; the
+  /// caller then submits it and waits, which keeps the issue order.
+  template <class F>
+  bool run_if_idle(F&& op) {
+    if (!claim_idle()) return false;
+    struct Release {
+      OpLane* lane;
+      ~Release() { lane->release_claim(); }
+    } release{this};
+    op();
+    return true;
+  }
+
   /// Finishes the queued operations that have not started with BackendError("<why>"), waits for the
   /// running one and joins the worker. Idempotent.
   void stop(const std::string& why);
@@ -48,6 +64,8 @@ class OpLane {
  private:
   struct State;
   class LaneWork;
+  bool claim_idle();     // marks the idle lane running; false when busy or stopped
+  void release_claim();  // ends a claim_idle() run and hands queued work to the worker
   std::shared_ptr<State> state_;
   std::thread worker_;
 };
