@@ -85,13 +85,18 @@ set yrange [0:*]"
     sqi=$(value "$f" status_quo_idist p50_ms)
     sqr=$(value "$f" status_quo_raw p50_ms)
     ns=$(value "$f" no_sync p50_ms)
-    pts=$(awk -F, 'NR > 1 && $2 ~ /^auto_model/ { printf "%s,%s\n", $3, $7 }' "$f" | sort -g)
+    pts=$(awk -F, 'NR > 1 && $2 ~ /^auto_model:/ { printf "%s,%s\n", $3, $7 }' "$f" | sort -g)
+    copy=$(awk -F, 'NR > 1 && $2 ~ /^auto_model_copy:/ { printf "%s,%s\n", $3, $7 }' "$f")
     script+="
 \$d$m << EOD
 $pts
 EOD
+\$c$m << EOD
+${copy:-NaN,NaN}
+EOD
 set title \"$m\"
 plot \$d$m using 1:2 with linespoints lw 2 pt 7 title \"auto\\\\_model\", \
+     \$c$m using 1:2 with points pt 6 ps 1.5 lw 2 title \"auto\\\\_model, gradients copied (no bucket views)\", \
      ${sqi:-NaN} with lines dt 2 lw 2 title \"status quo (idist)\", \
      ${sqr:-NaN} with lines dt 3 lw 2 title \"status quo (raw)\", \
      ${ns:-NaN} with lines dt 4 lw 2 title \"no\\\\_sync (compute only)\""
