@@ -6,6 +6,7 @@
 #
 #   benchmarks/run_training.sh                      # build dir ./build, results in ./bench-results
 #   BUILD_DIR=build-bench benchmarks/run_training.sh
+#   PARTS=memory benchmarks/run_training.sh         # only the memory runs ("timed memory" by default)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
@@ -28,10 +29,15 @@ launch() {  # launch <backend> <args...>
 }
 
 backends=$("$bin" --list-backends)
-echo "# $(date -u '+%F %T UTC') on $(hostname): $(nproc --all) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out/training_env.txt"
-for b in serial $backends; do
-  launch "$b" --out-dir "$out" "$@" | tee "$out/training_$b.txt"
-done
+parts=${PARTS:-timed memory}
+if [[ " $parts " == *" timed "* ]]; then
+  echo "# $(date -u '+%F %T UTC') on $(hostname): $(nproc --all) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)" |
+    tee "$out/training_env.txt"
+  for b in serial $backends; do
+    launch "$b" --out-dir "$out" "$@" | tee "$out/training_$b.txt"
+  done
+fi
+[[ " $parts " == *" memory "* ]] || { "$root/benchmarks/plot.sh" "$out" "${IMG_DIR:-$root/docs/img}"; exit 0; }
 
 # Peak resident memory: one process per (backend, model, configuration), a few steps each.
 rm -f "$out/training_memory.csv"
@@ -48,5 +54,5 @@ for m in cnn mlp32x512 mlp200x64; do
   done
 done
 column -s, -t < "$out/training_memory.csv" | tee "$out/training_memory.txt"
-echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/training_env.txt"
+echo "# load after the memory runs: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/training_env.txt"
 "$root/benchmarks/plot.sh" "$out" "${IMG_DIR:-$root/docs/img}"

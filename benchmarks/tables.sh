@@ -50,6 +50,6 @@ done
 if [ -f "$in/training_memory.csv" ]; then
   echo "#### peak resident memory"
   echo
-  table "$in/training_memory.csv" backend model config peak_rss_MiB_per_rank grad_MiB bucket_buffers_MiB peak_of
+  table "$in/training_memory.csv" backend model config peak_rss_MiB_per_rank peak_private_MiB_per_rank grad_MiB bucket_buffers_MiB peak_of
   echo
 fi

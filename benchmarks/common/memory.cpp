@@ -44,4 +44,6 @@ bool reset_peak_rss() {
 
 std::size_t current_rss_bytes() { return status_kb("VmRSS"); }
 
+std::size_t shared_rss_bytes() { return status_kb("RssFile") + status_kb("RssShmem"); }
+
 }  // namespace idist_bench

@@ -17,4 +17,11 @@ bool reset_peak_rss();
 /// Current resident set size in bytes (VmRSS), or 0 where /proc is not available.
 std::size_t current_rss_bytes();
 
+/// Resident pages that are not this process's private data, in bytes: file-backed pages (the code
+/// of LibTorch and the other shared libraries, RssFile) and shared memory (MPI's shared-memory
+/// segments, RssShmem); 0 where /proc is not available. Peak RSS minus this, read at the end of a
+/// run, estimates the peak of the process's own data: code paths touched by one configuration but
+/// not another (autograd hooks, say) then do not count as memory it uses.
+std::size_t shared_rss_bytes();
+
 }  // namespace idist_bench

@@ -54,8 +54,12 @@ std::string target(const std::string& backend, const std::string& model, double 
   return "-";
 }
 
-std::vector<std::size_t> peak_rss_per_rank() {
-  const auto mine = std::int64_t(peak_rss_bytes());
+/// Per rank: the peak resident set size, or (private) that peak minus the file-backed and shared
+/// pages resident now (see shared_rss_bytes()).
+std::vector<std::size_t> peak_rss_per_rank(bool private_only = false) {
+  const std::size_t peak = peak_rss_bytes();
+  const std::size_t shared = private_only ? shared_rss_bytes() : 0;
+  const auto mine = std::int64_t(peak > shared ? peak - shared : 0);
   std::vector<std::size_t> out;
   if (idist::get_world_size() > 1) {
     for (std::int64_t v : idist::all_gather(mine)) out.push_back(std::size_t(v));
@@ -67,19 +71,25 @@ std::vector<std::size_t> peak_rss_per_rank() {
 
 void append_memory_rows(const std::string& path, const std::string& backend, const std::string& model,
                         std::int64_t batch, const std::vector<std::unique_ptr<Trainer>>& trainers,
-                        const std::vector<std::size_t>& rss, bool steps_only) {
+                        const std::vector<std::size_t>& rss, const std::vector<std::size_t>& priv,
+                        bool steps_only) {
   const bool fresh = !std::filesystem::exists(path);
   std::ofstream f(path, std::ios::app);
   if (!f) throw std::runtime_error("cannot write " + path);
   if (fresh)
-    f << "backend,model,config,ranks,batch,peak_rss_MiB_max,peak_rss_MiB_per_rank,grad_MiB,bucket_buffers_MiB,"
+    f << "backend,model,config,ranks,batch,peak_rss_MiB_max,peak_rss_MiB_per_rank,peak_private_MiB_max,"
+         "peak_private_MiB_per_rank,grad_MiB,bucket_buffers_MiB,"
          "configs_in_process,peak_of\n";
   std::string per_rank;
   for (std::size_t v : rss) per_rank += (per_rank.empty() ? "" : ";") + fixed(double(v) / kMiB, 1);
   const double mx = double(*std::max_element(rss.begin(), rss.end())) / kMiB;
+  std::string priv_per_rank;
+  for (std::size_t v : priv) priv_per_rank += (priv_per_rank.empty() ? "" : ";") + fixed(double(v) / kMiB, 1);
+  const double priv_mx = double(*std::max_element(priv.begin(), priv.end())) / kMiB;
   for (const auto& t : trainers)
     f << backend << "," << model << "," << t->config().name() << "," << rss.size() << "," << batch << ","
-      << fixed(mx, 1) << "," << per_rank << "," << fixed(double(t->gradient_bytes()) / kMiB, 2) << ","
+      << fixed(mx, 1) << "," << per_rank << "," << fixed(priv_mx, 1) << "," << priv_per_rank << ","
+      << fixed(double(t->gradient_bytes()) / kMiB, 2) << ","
       << fixed(double(t->bucket_bytes()) / kMiB, 2) << "," << trainers.size() << ","
       << (steps_only ? "steps" : "process") << "\n";
 }
@@ -122,6 +132,7 @@ void run_model(const TrainingOptions& o, const std::string& model, const std::ve
     if (s == Strategy::NoSync) nosync = sums.back().p50;
   }
   const std::vector<std::size_t> rss = peak_rss_per_rank();  // since reset_peak_rss() when step_peak
+  const std::vector<std::size_t> priv = peak_rss_per_rank(/*private_only=*/true);
   // Every synchronised configuration starts from the same weights, sees the same data and averages
   // the same gradients, so after the same number of steps their losses agree up to rounding: a
   // check that each of them really synchronises. no_sync (local steps only) shows how far apart an
@@ -180,7 +191,7 @@ void run_model(const TrainingOptions& o, const std::string& model, const std::ve
   const std::string stem = o.out_dir + "/training_" + backend + "_" + model;
   table.write_csv(stem + ".csv");
   table.write_markdown(stem + ".md");
-  if (!o.memory_csv.empty()) append_memory_rows(o.memory_csv, backend, model, batch, trainers, rss, step_peak);
+  if (!o.memory_csv.empty()) append_memory_rows(o.memory_csv, backend, model, batch, trainers, rss, priv, step_peak);
 }
 
 void run(const TrainingOptions& o) {
