@@ -54,6 +54,11 @@ class ComputationModel {
   virtual Device device() const;
   /// Hint for the local rank when the context was created outside idist (ignite's set_local_rank).
   virtual void set_local_rank(int local_rank);
+  /// Whether a non-blocking collective advances while the caller computes (a worker thread, a GPU
+  /// stream). False for mpi: Open MPI progresses non-blocking collectives only inside MPI calls.
+  /// auto_model's reducer keeps one bucket in flight on such backends, since more would overlap
+  /// nothing and each costs the backend scratch memory.
+  virtual bool has_async_progress() const { return true; }
   /// Timeout of every wait: rendezvous and collectives. Milliseconds.
   std::chrono::milliseconds timeout() const noexcept { return timeout_; }
 

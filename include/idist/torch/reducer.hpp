@@ -17,7 +17,10 @@
 ///   into its slot of the bucket (in place when .grad() already is the slot): the averaging is
 ///   folded into the bucket.
 /// - When all gradients of a bucket are in, the bucket's all-reduce is launched with the
-///   non-blocking API, always in bucket order so that every rank issues the same sequence.
+///   non-blocking API, always in bucket order so that every rank issues the same sequence. On a
+///   backend without asynchronous progress (mpi) a bucket is launched only once the previous one
+///   has completed: nothing would overlap anyway, and each in-flight all-reduce holds a scratch
+///   buffer of its size inside the backend (Open MPI's libnbc).
 /// - The first hook of a backward queues an autograd final callback; it launches what is left,
 ///   waits for every bucket and makes .grad() the averaged slot (or copies it back), so that the
 ///   gradients are averaged when backward() returns. Nothing is in flight afterwards, so the user's own collectives never
@@ -190,6 +193,12 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     std::lock_guard lock(mutex_);
     return sync_count_;
   }
+  /// The most bucket all-reduces in flight at once so far, counted at each launch (1 on backends
+  /// without asynchronous progress; see the file comment).
+  std::size_t peak_in_flight() const {
+    std::lock_guard lock(mutex_);
+    return peak_in_flight_;
+  }
   /// Whether parameter `i`'s .grad() currently shares memory with its bucket slot (always false
   /// without gradient_as_bucket_view, true with it once a synchronised backward has run).
   bool gradient_in_bucket(std::size_t i) const {
@@ -239,6 +248,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     if (!(opts_.bucket_cap_mb > 0))
       throw ValueError("auto_model: bucket_cap_mb should be positive, but given " + std::to_string(opts_.bucket_cap_mb));
     world_size_ = get_world_size();
+    one_in_flight_ = !current_model().has_async_progress();
     world_size_tensor_ = at::scalar_tensor(double(world_size_), at::kDouble);
 
     // Parameters that need a gradient, once each (a shared parameter is registered under
@@ -355,6 +365,10 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   /// Launches, in bucket order, every bucket whose gradients are all in.
   void launch_ready_buckets() {
     while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0) {
+      if (one_in_flight_ && next_bucket_ > 0) buckets_[next_bucket_ - 1].work.wait();
+      std::size_t in_flight = 1;
+      for (std::size_t k = 0; k < next_bucket_; ++k) in_flight += buckets_[k].work.is_completed() ? 0 : 1;
+      peak_in_flight_ = std::max(peak_in_flight_, in_flight);
       Bucket& b = buckets_[next_bucket_++];
       b.work = all_reduce_async(b.flat, ReduceOp::Sum);
       b.launched = true;
@@ -464,6 +478,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
 
   Options opts_;
   int world_size_ = 1;
+  bool one_in_flight_ = false;  // the backend has no asynchronous progress (see the file comment)
   at::Tensor world_size_tensor_;  // 0-dim divisor of the averaging
   std::vector<at::Tensor> params_;
   std::vector<std::string> names_;
@@ -483,6 +498,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   std::size_t next_bucket_ = 0;
   std::size_t sync_count_ = 0;
   std::size_t early_launches_ = 0;
+  std::size_t peak_in_flight_ = 0;
 };
 
 }  // namespace idist::detail
