@@ -81,6 +81,34 @@ inline Work& finish_into(Work& w, const at::Tensor& t, const Staged& s) {
   return w;
 }
 
+/// Writes a staging copy back into the user's tensor after a blocking collective.
+inline void copy_back(const at::Tensor& t, const Staged& s) {
+  if (!s.copied) return;
+  at::NoGradGuard no_grad;
+  t.detach().copy_(s.buffer);
+}
+
+/// Blocking in-place all-reduce of `t` through the model's blocking form (the fast path of the
+/// backend, e.g. MPI_Allreduce with mpi_blocking_collectives).
+inline void all_reduce_blocking(const at::Tensor& t, ReduceOp op, const Group& group) {
+  ComputationModel& m = current_model();
+  checked_dtype(t, "all_reduce");
+  if (!m.group_rank(group)) return;
+  const Staged s = stage(t, comm_device(m));
+  m.all_reduce_blocking(tensor_buffer(s.buffer), op, group);
+  copy_back(t, s);
+}
+
+/// Blocking in-place broadcast of `t` from world rank `src` through the model's blocking form.
+inline void broadcast_blocking(const at::Tensor& t, int src) {
+  ComputationModel& m = current_model();
+  check_src(m, src, "broadcast");
+  checked_dtype(t, "broadcast");
+  const Staged s = stage(t, comm_device(m));
+  m.broadcast_blocking(tensor_buffer(s.buffer), src, Group{});
+  copy_back(t, s);
+}
+
 /// Gathers equally sized contiguous `in` (on the communication device) into `out`.
 inline Work gather_equal(ComputationModel& m, const at::Tensor& in, const at::Tensor& out, const Group& group) {
   return m.all_gather(ConstBuffer(tensor_buffer(in)), tensor_buffer(out), group);
@@ -107,7 +135,7 @@ inline Work all_reduce_async(const at::Tensor& t, ReduceOp op = ReduceOp::Sum, c
 /// every rank). Mirrors ignite.distributed.all_reduce on a tensor.
 /// @throws ValueError as all_reduce_async; TimeoutError after the timeout given at initialize().
 inline at::Tensor all_reduce(at::Tensor t, ReduceOp op = ReduceOp::Sum, const Group& group = {}) {
-  all_reduce_async(t, op, group).wait();
+  detail::all_reduce_blocking(t, op, group);
   return t;
 }
 
@@ -197,7 +225,7 @@ inline at::Tensor all_gather(const at::Tensor& t, const Group& group = {}) {
   detail::Staged in = detail::stage(x, dev);
   const bool equal = std::all_of(counts.begin(), counts.end(), [&](std::size_t c) { return c == counts[0]; });
   if (equal)
-    detail::gather_equal(m, in.buffer, out, group).wait();
+    m.all_gather_blocking(ConstBuffer(detail::tensor_buffer(in.buffer)), detail::tensor_buffer(out), group);
   else
     m.all_gather_v(ConstBuffer(detail::tensor_buffer(in.buffer)), detail::tensor_buffer(out), counts, group).wait();
   return out.to(t.device());
@@ -238,7 +266,7 @@ inline at::Tensor broadcast(at::Tensor t, int src = 0, bool safe_mode = false) {
       if (is_src) throw ValueError("broadcast: source data can not be an undefined tensor");
       throw ValueError("broadcast: safe_mode should be true if an undefined tensor is passed on a non-source rank");
     }
-    broadcast_async(t, src).wait();
+    detail::broadcast_blocking(t, src);
     return t;
   }
   // Header: (scalar type, ndim, sizes...). Every rank validates the dtype from it, so an
@@ -261,7 +289,7 @@ inline at::Tensor broadcast(at::Tensor t, int src = 0, bool safe_mode = false) {
     const c10::Device dev = t.defined() ? t.device() : to_torch_device(idist::device());
     target = at::empty(sizes, at::TensorOptions().dtype(st).device(dev));
   }
-  broadcast_async(target, src).wait();
+  detail::broadcast_blocking(target, src);
   return target;
 }
 
@@ -341,7 +369,8 @@ inline std::vector<at::Tensor> all_gather_tensors_with_shapes(const at::Tensor& 
   std::vector<std::int64_t> out_sizes = max_shape;
   out_sizes[0] *= std::int64_t(n);
   at::Tensor gathered = at::empty(out_sizes, padded.options());
-  if (gathered.numel() > 0) detail::gather_equal(m, padded, gathered, group).wait();
+  if (gathered.numel() > 0)
+    m.all_gather_blocking(ConstBuffer(detail::tensor_buffer(padded)), detail::tensor_buffer(gathered), group);
   gathered = gathered.to(t.device());
 
   std::vector<at::Tensor> out;

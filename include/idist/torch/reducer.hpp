@@ -18,9 +18,10 @@
 ///   folded into the bucket.
 /// - When all gradients of a bucket are in, the bucket's all-reduce is launched with the
 ///   non-blocking API, always in bucket order so that every rank issues the same sequence. On a
-///   backend without asynchronous progress (mpi) a bucket is launched only once the previous one
-///   has completed: nothing would overlap anyway, and each in-flight all-reduce holds a scratch
-///   buffer of its size inside the backend (Open MPI's libnbc).
+///   backend without asynchronous progress (mpi) nothing would overlap anyway, so the bucket is
+///   all-reduced at once with the backend's blocking form: one bucket in flight at a time bounds
+///   the backend's scratch memory (Open MPI's libnbc holds a buffer the size of each non-blocking
+///   all-reduce), and the fastest call is used (MPI_Allreduce with mpi_blocking_collectives).
 /// - The first hook of a backward queues an autograd final callback; it launches what is left,
 ///   waits for every bucket and makes .grad() the averaged slot (or copies it back), so that the
 ///   gradients are averaged when backward() returns. Nothing is in flight afterwards, so the user's own collectives never
@@ -370,7 +371,15 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
       for (std::size_t k = 0; k < next_bucket_; ++k) in_flight += buckets_[k].work.is_completed() ? 0 : 1;
       peak_in_flight_ = std::max(peak_in_flight_, in_flight);
       Bucket& b = buckets_[next_bucket_++];
-      b.work = all_reduce_async(b.flat, ReduceOp::Sum);
+      if (one_in_flight_) {
+        // Nothing progresses in the background: run the bucket now through the backend's blocking
+        // form (MPI_Allreduce itself with mpi_blocking_collectives, whose large-message algorithms
+        // beat the non-blocking ones).
+        detail::all_reduce_blocking(b.flat, ReduceOp::Sum, Group{});
+        b.work = Work{};
+      } else {
+        b.work = all_reduce_async(b.flat, ReduceOp::Sum);
+      }
       b.launched = true;
     }
   }
