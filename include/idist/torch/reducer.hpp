@@ -249,7 +249,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     if (!(opts_.bucket_cap_mb > 0))
       throw ValueError("auto_model: bucket_cap_mb should be positive, but given " + std::to_string(opts_.bucket_cap_mb));
     world_size_ = get_world_size();
-    one_in_flight_ = !current_model().has_async_progress();
+    no_async_progress_ = !current_model().has_async_progress();
     world_size_tensor_ = at::scalar_tensor(double(world_size_), at::kDouble);
 
     // Parameters that need a gradient, once each (a shared parameter is registered under
@@ -292,7 +292,6 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     }
     ready_.assign(params_.size(), false);
     used_.assign(params_.size(), 0);
-    kept_.resize(params_.size());
   }
 
   void install_hooks() {
@@ -366,12 +365,11 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   /// Launches, in bucket order, every bucket whose gradients are all in.
   void launch_ready_buckets() {
     while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0) {
-      if (one_in_flight_ && next_bucket_ > 0) buckets_[next_bucket_ - 1].work.wait();
       std::size_t in_flight = 1;
       for (std::size_t k = 0; k < next_bucket_; ++k) in_flight += buckets_[k].work.is_completed() ? 0 : 1;
       peak_in_flight_ = std::max(peak_in_flight_, in_flight);
       Bucket& b = buckets_[next_bucket_++];
-      if (one_in_flight_) {
+      if (no_async_progress_) {
         // Nothing progresses in the background: run the bucket now through the backend's blocking
         // form (MPI_Allreduce itself with mpi_blocking_collectives, whose large-message algorithms
         // beat the non-blocking ones).
@@ -416,12 +414,13 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
                        "unused in some iterations.");
     }
     try {
+      // Gradients of missing parameters that live in their slot, set aside while the slot carries
+      // this rank's zero contribution; restored should no rank have used the parameter.
+      std::vector<std::pair<std::size_t, at::Tensor>> kept;
       {
         at::NoGradGuard no_grad;
         for (std::size_t i : missing) {
-          // Zero contribution from this rank; a gradient living in the slot is kept aside, to be
-          // restored should no rank have used the parameter.
-          if (is_slot_alias(i)) kept_[i] = views_[i].clone();
+          if (is_slot_alias(i)) kept.emplace_back(i, views_[i].clone());
           views_[i].zero_();
           --buckets_[slots_[i].bucket].pending;
         }
@@ -437,10 +436,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
       at::NoGradGuard no_grad;
       for (std::size_t i = 0; i < params_.size(); ++i) {
         // A parameter no rank used keeps its gradient untouched (DDP leaves it alone too).
-        if (opts_.find_unused_parameters && used_by_any[i] == 0) {
-          if (kept_[i].defined()) views_[i].copy_(kept_[i]);
-          continue;
-        }
+        if (opts_.find_unused_parameters && used_by_any[i] == 0) continue;
         if (is_slot_alias(i)) continue;  // already holds the average
         at::Tensor& grad = params_[i].mutable_grad();
         // A gradient that is part of a graph (create_graph=True) keeps its identity.
@@ -451,7 +447,8 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
         else
           grad = views_[i].clone();
       }
-      for (auto& k : kept_) k = at::Tensor();
+      for (auto& [i, grad] : kept)
+        if (used_by_any[i] == 0) views_[i].copy_(grad);  // the slot is this gradient's storage
       if (opts_.broadcast_buffers && world_size_ > 1) broadcast_buffers();
     } catch (...) {
       drain_quietly();
@@ -487,7 +484,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
 
   Options opts_;
   int world_size_ = 1;
-  bool one_in_flight_ = false;  // the backend has no asynchronous progress (see the file comment)
+  bool no_async_progress_ = false;  // buckets are all-reduced at once (see the file comment)
   at::Tensor world_size_tensor_;  // 0-dim divisor of the averaging
   std::vector<at::Tensor> params_;
   std::vector<std::string> names_;
@@ -503,7 +500,6 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   bool in_backward_ = false;
   std::vector<bool> ready_;
   std::vector<std::int32_t> used_;  // 1 when the parameter's hook fired in this backward
-  std::vector<at::Tensor> kept_;    // gradients of unused parameters set aside during finalize
   std::size_t next_bucket_ = 0;
   std::size_t sync_count_ = 0;
   std::size_t early_launches_ = 0;
