@@ -21,6 +21,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "idist/context.hpp"
@@ -193,23 +194,41 @@ std::vector<T> all_gather(T value, const Group& group = {}) {
   return std::vector<T>(out.get(), out.get() + n);
 }
 
+namespace detail {
+
+/// The buffers of an equal-length all_gather of `in` into `out`, on the backend's memory; or
+/// std::nullopt on a rank outside `group`, which gets `in` copied to the front of `out` instead.
+/// @throws ValueError naming `fn` when out.size() is not in.size() times the group size (outside
+///         the group: when out is smaller than in).
+template <Element T>
+std::optional<std::pair<ConstBuffer, Buffer>> gather_into_buffers(ComputationModel& m, std::span<const T> in,
+                                                                  std::span<T> out, const Group& group,
+                                                                  std::string_view fn) {
+  if (!m.group_rank(group)) {
+    if (out.size() < in.size())
+      throw ValueError(std::string(fn) + ": out has " + std::to_string(out.size()) + " elements, fewer than in's " +
+                       std::to_string(in.size()));
+    std::copy(in.begin(), in.end(), out.begin());
+    return std::nullopt;
+  }
+  const std::size_t n = std::size_t(m.group_size(group));
+  if (out.size() != in.size() * n)
+    throw ValueError(std::string(fn) + ": out has " + std::to_string(out.size()) +
+                     " elements, expected in.size() * group size = " + std::to_string(in.size() * n));
+  const Device dev = span_device(m);
+  return std::pair{ConstBuffer{in.data(), in.size(), dtype_of<T>, dev}, buffer_of(out, dev)};
+}
+
+}  // namespace detail
+
 /// Non-blocking all_gather of equal-length spans: `out` holds in.size() * group size elements.
 /// Spans follow the backend's memory rule (host, or device memory for nccl).
 /// @throws ValueError when out.size() is not in.size() times the group size.
 template <Element T>
 Work all_gather_async(std::span<const T> in, std::span<T> out, const Group& group = {}) {
   ComputationModel& m = current_model();
-  if (!m.group_rank(group)) {
-    if (out.size() < in.size()) throw ValueError("all_gather_async: out is smaller than in");
-    std::copy(in.begin(), in.end(), out.begin());
-    return Work{};
-  }
-  const std::size_t n = std::size_t(m.group_size(group));
-  if (out.size() != in.size() * n)
-    throw ValueError("all_gather_async: out has " + std::to_string(out.size()) + " elements, expected in.size() * group size = " +
-                     std::to_string(in.size() * n));
-  const Device dev = detail::span_device(m);
-  return m.all_gather(ConstBuffer{in.data(), in.size(), dtype_of<T>, dev}, detail::buffer_of(out, dev), group);
+  const auto b = detail::gather_into_buffers(m, in, out, group, "all_gather_async");
+  return b ? m.all_gather(b->first, b->second, group) : Work{};
 }
 
 /// Blocking all_gather of equal-length spans into `out` (in.size() * group size elements, rank
@@ -221,16 +240,8 @@ Work all_gather_async(std::span<const T> in, std::span<T> out, const Group& grou
 template <Element T>
 void all_gather_into(std::span<const T> in, std::span<T> out, const Group& group = {}) {
   ComputationModel& m = current_model();
-  if (!m.group_rank(group)) {
-    all_gather_async(in, out, group);  // copies in to out (completed Work)
-    return;
-  }
-  const std::size_t n = std::size_t(m.group_size(group));
-  if (out.size() != in.size() * n)
-    throw ValueError("all_gather_into: out has " + std::to_string(out.size()) +
-                     " elements, expected in.size() * group size = " + std::to_string(in.size() * n));
-  const Device dev = detail::span_device(m);
-  m.all_gather_blocking(ConstBuffer{in.data(), in.size(), dtype_of<T>, dev}, detail::buffer_of(out, dev), group);
+  if (const auto b = detail::gather_into_buffers(m, in, out, group, "all_gather_into"))
+    m.all_gather_blocking(b->first, b->second, group);
 }
 
 /// Gathers a string of any length and any UTF-8 (or binary) content from every rank of `group`.
