@@ -302,57 +302,57 @@ Work NativeMPIModel::barrier(const Group& group) {
 // blocking collectives: MPI's blocking calls under the watchdog (when switched on). Buffers beyond
 // MPI's int counts, and calls that find every watchdog slot taken, use the polled default.
 
-void NativeMPIModel::all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) {
-  if (!watchdog_ || data.count > max_count_) return ComputationModel::all_reduce_blocking(data, op, group);
-  const auto [comm, type, mpi_op] = prepare_all_reduce(data, op, group);
-  const Watchdog::Scope watched(*watchdog_, "all_reduce");
-  if (!watched) return ComputationModel::all_reduce_blocking(data, op, group);
+template <class Call>
+bool NativeMPIModel::run_watched(const char* op, const char* mpi_fn, Call call) {
+  const Watchdog::Scope watched(*watchdog_, op);
+  if (!watched) return false;
   int rc;
   {
     MpiCallGuard guard;
-    rc = MPI_Allreduce(MPI_IN_PLACE, data.data, int(data.count), type, mpi_op, comm);
+    rc = call();
   }
-  check_mpi(rc, "MPI_Allreduce", rank_);
+  check_mpi(rc, mpi_fn, rank_);
+  return true;
+}
+
+void NativeMPIModel::all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) {
+  if (watchdog_ && data.count <= max_count_) {
+    const auto [comm, type, mpi_op] = prepare_all_reduce(data, op, group);
+    if (run_watched("all_reduce", "MPI_Allreduce",
+                    [&] { return MPI_Allreduce(MPI_IN_PLACE, data.data, int(data.count), type, mpi_op, comm); }))
+      return;
+  }
+  ComputationModel::all_reduce_blocking(data, op, group);
 }
 
 void NativeMPIModel::all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) {
-  if (!watchdog_ || in.count > max_count_) return ComputationModel::all_gather_blocking(in, out, group);
-  const MPI_Comm comm = prepare_all_gather(in, out, group);
-  const Watchdog::Scope watched(*watchdog_, "all_gather");
-  if (!watched) return ComputationModel::all_gather_blocking(in, out, group);
-  const MPI_Datatype type = types_.datatype(in.dtype);
-  int rc;
-  {
-    MpiCallGuard guard;
-    rc = MPI_Allgather(in.data, int(in.count), type, out.data, int(in.count), type, comm);
+  if (watchdog_ && in.count <= max_count_) {
+    const MPI_Comm comm = prepare_all_gather(in, out, group);
+    const MPI_Datatype type = types_.datatype(in.dtype);
+    if (run_watched("all_gather", "MPI_Allgather", [&] {
+          return MPI_Allgather(in.data, int(in.count), type, out.data, int(in.count), type, comm);
+        }))
+      return;
   }
-  check_mpi(rc, "MPI_Allgather", rank_);
+  ComputationModel::all_gather_blocking(in, out, group);
 }
 
 void NativeMPIModel::broadcast_blocking(Buffer data, int src, const Group& group) {
-  if (!watchdog_ || data.count > max_count_) return ComputationModel::broadcast_blocking(data, src, group);
-  const auto [comm, root] = prepare_broadcast(data, src, group);
-  const Watchdog::Scope watched(*watchdog_, "broadcast");
-  if (!watched) return ComputationModel::broadcast_blocking(data, src, group);
-  int rc;
-  {
-    MpiCallGuard guard;
-    rc = MPI_Bcast(data.data, int(data.count), types_.datatype(data.dtype), root, comm);
+  if (watchdog_ && data.count <= max_count_) {
+    const auto [comm, root] = prepare_broadcast(data, src, group);
+    const MPI_Datatype type = types_.datatype(data.dtype);
+    if (run_watched("broadcast", "MPI_Bcast", [&] { return MPI_Bcast(data.data, int(data.count), type, root, comm); }))
+      return;
   }
-  check_mpi(rc, "MPI_Bcast", rank_);
+  ComputationModel::broadcast_blocking(data, src, group);
 }
 
 void NativeMPIModel::barrier_blocking(const Group& group) {
-  if (!watchdog_) return ComputationModel::barrier_blocking(group);
-  const MPI_Comm comm = member_comm(group, "barrier");
-  const Watchdog::Scope watched(*watchdog_, "barrier");
-  if (!watched) return ComputationModel::barrier_blocking(group);
-  int rc;
-  {
-    MpiCallGuard guard;
-    rc = MPI_Barrier(comm);
+  if (watchdog_) {
+    const MPI_Comm comm = member_comm(group, "barrier");
+    if (run_watched("barrier", "MPI_Barrier", [&] { return MPI_Barrier(comm); })) return;
   }
-  check_mpi(rc, "MPI_Barrier", rank_);
+  ComputationModel::barrier_blocking(group);
 }
 
 }  // namespace idist::mpi_backend

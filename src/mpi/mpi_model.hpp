@@ -136,6 +136,11 @@ class NativeMPIModel final : public ComputationModel {
   MPI_Comm prepare_all_gather(const ConstBuffer& in, const Buffer& out, const Group& group);
   // Checks a broadcast's arguments (see broadcast()); returns its communicator and root group rank.
   std::pair<MPI_Comm, int> prepare_broadcast(const Buffer& data, int src, const Group& group);
+  // Runs the blocking MPI call `call` (returning MPI's error code) under the watchdog as `op`.
+  // False, without calling, when every watchdog slot is taken (the caller takes the polled path).
+  // @throws BackendError naming `mpi_fn` when the call fails.
+  template <class Call>
+  bool run_watched(const char* op, const char* mpi_fn, Call call);
   // Wraps one request into a Work named `op`.
   Work make_work(MPI_Request request, const char* mpi_fn, std::string_view op);
   // Gathers counts[i] elements from each rank as one MPI_Ibcast per rank (and per chunk): the path

@@ -28,8 +28,9 @@ class MpiWork final : public detail::WorkImpl {
   bool test() override;
 
   /// Polls until completion or `deadline`: spins for some tens of microseconds (small collectives
-  /// finish that fast), then yields the CPU for up to a millisecond, then sleeps with a pause growing
-  /// from 5 us to 1 ms. The deadline is honoured to within the spin phase plus one pause.
+  /// finish that fast), then keeps polling with a yield of the CPU between polls, never sleeping
+  /// (Open MPI progresses a non-blocking collective only inside MPI_Test). The clock is read every
+  /// 64 polls, so the deadline is honoured to within the spin phase plus 64 polls.
   /// @return false when `deadline` passed first.
   /// @throws BackendError naming the MPI function, rank and MPI's error text when MPI failed.
   bool wait_until(std::chrono::steady_clock::time_point deadline) override;
