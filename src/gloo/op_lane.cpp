@@ -60,6 +60,14 @@ struct OpLane::State {
   Worker worker = Worker::Busy;
   Clock::time_point last_submit{};
 
+  // Wakes the worker when it is parked (one notify is enough: it is Busy until it parks again).
+  // Called with `mutex` held; a lingering worker finds new work on its next tick without a notify.
+  void wake_if_parked() {
+    if (worker != Worker::Parked) return;
+    worker = Worker::Busy;
+    cv.notify_one();
+  }
+
   // Runs one item outside the lock and publishes its result.
   static void run(Item& item) {
     std::exception_ptr error;
@@ -83,7 +91,7 @@ struct OpLane::State {
     lock.lock();
     work->done_in_lane_ = true;
     running = false;
-    if (!queue.empty() && worker == Worker::Parked) cv.notify_one();
+    if (!queue.empty()) wake_if_parked();
   }
 
   void worker_loop() {
@@ -144,10 +152,7 @@ std::shared_ptr<detail::WorkImpl> OpLane::submit(Op op, Clock::time_point inline
   }
   state_->queue.push_back(State::Item{std::move(op), work, now});
   state_->last_submit = now;
-  if (state_->worker == State::Worker::Parked) {
-    state_->worker = State::Worker::Busy;  // one notify is enough
-    state_->cv.notify_one();
-  }
+  state_->wake_if_parked();
   return work;
 }
 
@@ -162,10 +167,7 @@ void OpLane::release_claim() {
   std::lock_guard lock(state_->mutex);
   state_->running = false;
   // Operations other threads queued meanwhile were left to the worker.
-  if (!state_->queue.empty() && state_->worker == State::Worker::Parked) {
-    state_->worker = State::Worker::Busy;
-    state_->cv.notify_one();
-  }
+  if (!state_->queue.empty()) state_->wake_if_parked();
 }
 
 void OpLane::stop(const std::string& why) {
