@@ -10,16 +10,9 @@
 # BACKENDS limits the backends (default: all compiled); LABEL names the output files
 # (training_repeats_<LABEL>.csv / .txt).
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${BUILD_DIR:-$root/build}
-out=${OUT_DIR:-$root/bench-results}
-np=${NP:-2}
+# shellcheck source=bench_env.sh
+. "$(dirname "$0")/bench_env.sh" idist_bench_training repeat_training
 repeats=${REPEATS:-5}
-bin=$build/benchmarks/idist_bench_training
-mpiflags=(--allow-run-as-root --oversubscribe --mca btl_vader_single_copy_mechanism none)
-[ -x "$bin" ] || { echo "repeat_training: $bin not found; build the target idist_bench_training" >&2; exit 1; }
-mkdir -p "$out"
-export OMP_NUM_THREADS=1
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
@@ -29,11 +22,8 @@ csv=$out/$name.csv
 echo "backend,model,run,status_quo_idist_ms,status_quo_raw_ms,auto_model_ms,speedup_vs_idist,speedup_vs_raw,speedup_vs_best" > "$csv"
 for b in ${BACKENDS:-$("$bin" --list-backends)}; do
   for ((r = 1; r <= repeats; r++)); do
-    case $b in
-      mpi) mpirun "${mpiflags[@]}" -np "$np" "$bin" --backend mpi --configs "$configs" --out-dir "$scratch" "$@" > /dev/null ;;
-      gloo) "$bin" --backend gloo --nproc "$np" --configs "$configs" --out-dir "$scratch" "$@" > /dev/null ;;
-      *) continue ;;
-    esac
+    [[ $b == mpi || $b == gloo ]] || continue
+    launch "$b" --configs "$configs" --out-dir "$scratch" "$@" > /dev/null
     for f in "$scratch"/training_"$b"_*.csv; do
       awk -F, -v b="$b" -v r="$r" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
         { p[$(c["config"])] = $(c["p50_ms"]); m = $(c["model"]) }

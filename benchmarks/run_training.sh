@@ -8,25 +8,8 @@
 #   BUILD_DIR=build-bench benchmarks/run_training.sh
 #   PARTS=memory benchmarks/run_training.sh         # only the memory runs ("timed memory" by default)
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${BUILD_DIR:-$root/build}
-out=${OUT_DIR:-$root/bench-results}
-np=${NP:-2}
-bin=$build/benchmarks/idist_bench_training
-mpiflags=(--allow-run-as-root --oversubscribe --mca btl_vader_single_copy_mechanism none)
-[ -x "$bin" ] || { echo "run_training: $bin not found; build the target idist_bench_training" >&2; exit 1; }
-mkdir -p "$out"
-export OMP_NUM_THREADS=1
-
-launch() {  # launch <backend> <args...>
-  local b=$1
-  shift
-  case $b in
-    serial) "$bin" --backend serial "$@" ;;
-    mpi) mpirun "${mpiflags[@]}" -np "$np" "$bin" --backend mpi "$@" ;;
-    gloo) "$bin" --backend gloo --nproc "$np" "$@" ;;
-  esac
-}
+# shellcheck source=bench_env.sh
+. "$(dirname "$0")/bench_env.sh" idist_bench_training run_training
 
 backends=$("$bin" --list-backends)
 parts=${PARTS:-timed memory}

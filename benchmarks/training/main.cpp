@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -54,25 +55,42 @@ std::string target(const std::string& backend, const std::string& model, double 
   return "-";
 }
 
-/// Per rank: the peak resident set size, or (private) that peak minus the file-backed and shared
-/// pages resident now (see shared_rss_bytes()).
-std::vector<std::size_t> peak_rss_per_rank(bool private_only = false) {
+/// Per rank, in rank order: the peak resident set size (`peak`), and that peak minus the
+/// file-backed and shared pages resident now (`peak_private`, see shared_rss_bytes()). Bytes.
+struct RankMemory {
+  std::vector<std::size_t> peak;
+  std::vector<std::size_t> peak_private;
+};
+
+/// Measures this rank's RankMemory and gathers every rank's in one all_gather (collective).
+RankMemory memory_per_rank() {
   const std::size_t peak = peak_rss_bytes();
-  const std::size_t shared = private_only ? shared_rss_bytes() : 0;
-  const auto mine = std::int64_t(peak > shared ? peak - shared : 0);
-  std::vector<std::size_t> out;
-  if (idist::get_world_size() > 1) {
-    for (std::int64_t v : idist::all_gather(mine)) out.push_back(std::size_t(v));
-  } else {
-    out.push_back(std::size_t(mine));
+  const std::size_t shared = shared_rss_bytes();
+  const std::vector<std::int64_t> mine{std::int64_t(peak), std::int64_t(peak > shared ? peak - shared : 0)};
+  const std::vector<std::int64_t> all = idist::all_gather(std::span<const std::int64_t>(mine));
+  RankMemory m;
+  for (std::size_t i = 0; i + 1 < all.size(); i += 2) {
+    m.peak.push_back(std::size_t(all[i]));
+    m.peak_private.push_back(std::size_t(all[i + 1]));
   }
+  return m;
+}
+
+/// `bytes` in MiB with one decimal, joined by `sep` ("101.4;101.1").
+std::string mib_list(const std::vector<std::size_t>& bytes, const char* sep) {
+  std::string out;
+  for (std::size_t v : bytes) out += (out.empty() ? "" : sep) + fixed(double(v) / kMiB, 1);
   return out;
+}
+
+/// The largest of `bytes`, in MiB with one decimal.
+std::string mib_max(const std::vector<std::size_t>& bytes) {
+  return fixed(double(*std::max_element(bytes.begin(), bytes.end())) / kMiB, 1);
 }
 
 void append_memory_rows(const std::string& path, const std::string& backend, const std::string& model,
                         std::int64_t batch, const std::vector<std::unique_ptr<Trainer>>& trainers,
-                        const std::vector<std::size_t>& rss, const std::vector<std::size_t>& priv,
-                        bool steps_only) {
+                        const RankMemory& mem, bool steps_only) {
   const bool fresh = !std::filesystem::exists(path);
   std::ofstream f(path, std::ios::app);
   if (!f) throw std::runtime_error("cannot write " + path);
@@ -80,15 +98,10 @@ void append_memory_rows(const std::string& path, const std::string& backend, con
     f << "backend,model,config,ranks,batch,peak_rss_MiB_max,peak_rss_MiB_per_rank,peak_private_MiB_max,"
          "peak_private_MiB_per_rank,grad_MiB,bucket_buffers_MiB,"
          "configs_in_process,peak_of\n";
-  std::string per_rank;
-  for (std::size_t v : rss) per_rank += (per_rank.empty() ? "" : ";") + fixed(double(v) / kMiB, 1);
-  const double mx = double(*std::max_element(rss.begin(), rss.end())) / kMiB;
-  std::string priv_per_rank;
-  for (std::size_t v : priv) priv_per_rank += (priv_per_rank.empty() ? "" : ";") + fixed(double(v) / kMiB, 1);
-  const double priv_mx = double(*std::max_element(priv.begin(), priv.end())) / kMiB;
   for (const auto& t : trainers)
-    f << backend << "," << model << "," << t->config().name() << "," << rss.size() << "," << batch << ","
-      << fixed(mx, 1) << "," << per_rank << "," << fixed(priv_mx, 1) << "," << priv_per_rank << ","
+    f << backend << "," << model << "," << t->config().name() << "," << mem.peak.size() << "," << batch << ","
+      << mib_max(mem.peak) << "," << mib_list(mem.peak, ";") << "," << mib_max(mem.peak_private) << ","
+      << mib_list(mem.peak_private, ";") << ","
       << fixed(double(t->gradient_bytes()) / kMiB, 2) << ","
       << fixed(double(t->bucket_bytes()) / kMiB, 2) << "," << trainers.size() << ","
       << (steps_only ? "steps" : "process") << "\n";
@@ -131,8 +144,7 @@ void run_model(const TrainingOptions& o, const std::string& model, const std::ve
     if (s == Strategy::StatusQuoRaw) sq_raw = sums.back().p50;
     if (s == Strategy::NoSync) nosync = sums.back().p50;
   }
-  const std::vector<std::size_t> rss = peak_rss_per_rank();  // since reset_peak_rss() when step_peak
-  const std::vector<std::size_t> priv = peak_rss_per_rank(/*private_only=*/true);
+  const RankMemory mem = memory_per_rank();  // peaks since reset_peak_rss() when step_peak
   // Every synchronised configuration starts from the same weights, sees the same data and averages
   // the same gradients, so after the same number of steps their losses agree up to rounding: a
   // check that each of them really synchronises. no_sync (local steps only) shows how far apart an
@@ -181,17 +193,15 @@ void run_model(const TrainingOptions& o, const std::string& model, const std::ve
                    fixed(double(t.gradient_bytes()) / kMiB, 2), fixed(double(t.bucket_bytes()) / kMiB, 2),
                    fmt::format("{:.6g}", t.last_loss())});
   }
-  std::string per_rank;
-  for (std::size_t v : rss) per_rank += fmt::format("{}{:.1f}", per_rank.empty() ? "" : ", ", double(v) / kMiB);
   if (have_ref)
     fmt::print("# final loss {:.6g}; largest relative difference between synchronised configurations {:.2e} "
                "(no_sync: {:.2e})\n", ref_loss, worst, nosync_gap);
   fmt::print("# peak resident memory per rank during the timed steps of all {} configurations{}: {} MiB\n", nc,
-             step_peak ? "" : " (whole process: could not reset the peak)", per_rank);
+             step_peak ? "" : " (whole process: could not reset the peak)", mib_list(mem.peak, ", "));
   const std::string stem = o.out_dir + "/training_" + backend + "_" + model;
   table.write_csv(stem + ".csv");
   table.write_markdown(stem + ".md");
-  if (!o.memory_csv.empty()) append_memory_rows(o.memory_csv, backend, model, batch, trainers, rss, priv, step_peak);
+  if (!o.memory_csv.empty()) append_memory_rows(o.memory_csv, backend, model, batch, trainers, mem, step_peak);
 }
 
 void run(const TrainingOptions& o) {

@@ -1,0 +1,30 @@
+# Sourced by run_collectives.sh, run_training.sh and repeat_training.sh: the settings they share
+# and how they start ranks.
+#
+#   . "$(dirname "$0")/bench_env.sh" <benchmark target> <script name>
+#
+# Sets root, build (BUILD_DIR, default ./build), out (OUT_DIR, default ./bench-results), np (NP,
+# default 2), mpiflags and bin (the benchmark binary, which must exist); creates $out; runs LibTorch
+# with one intra-op thread per rank.
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${BUILD_DIR:-$root/build}
+out=${OUT_DIR:-$root/bench-results}
+np=${NP:-2}
+bin=$build/benchmarks/$1
+mpiflags=(--allow-run-as-root --oversubscribe --mca btl_vader_single_copy_mechanism none)
+[ -x "$bin" ] || { echo "$2: $bin not found; build the target $1" >&2; exit 1; }
+mkdir -p "$out"
+export OMP_NUM_THREADS=1
+
+# launch <backend> <args...>: the benchmark on $np ranks of <backend> (mpi under mpirun, gloo
+# through idist::spawn), or as one process for serial.
+launch() {
+  local b=$1
+  shift
+  case $b in
+    serial) "$bin" --backend serial "$@" ;;
+    mpi) mpirun "${mpiflags[@]}" -np "$np" "$bin" --backend mpi "$@" ;;
+    gloo) "$bin" --backend gloo --nproc "$np" "$@" ;;
+    *) echo "launch: unknown backend $b" >&2; return 1 ;;
+  esac
+}
