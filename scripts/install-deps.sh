@@ -13,6 +13,8 @@ packages=(
   zlib1g-dev
   dataset-fashion-mnist
   gnuplot-nox
+  iproute2
+  munge slurmctld slurmd slurm-client slurm-wlm-basic-plugins
 )
 
 missing=()
