@@ -367,7 +367,11 @@ cmd_up() {
 }
 
 cmd_down() {
-  [[ $(id -u) -eq 0 ]] || die "down needs root"
+  if [[ $(id -u) -ne 0 ]]; then
+    # nothing to remove is no failure, whoever asks
+    [[ -e $STATE || -n $(our_namespaces) ]] || { echo "cluster '$NAME' down"; return 0; }
+    die "down needs root"
+  fi
   lock
   teardown
   echo "cluster '$NAME' down"

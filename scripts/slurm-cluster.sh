@@ -260,7 +260,10 @@ cmd_up() {
 }
 
 cmd_down() {
-  [[ $(id -u) -eq 0 ]] || die "down needs root"
+  if [[ $(id -u) -ne 0 ]]; then
+    [[ -e $SD ]] || { echo "SLURM on cluster '$NAME' down"; return 0; }
+    die "down needs root"
+  fi
   teardown
   echo "SLURM on cluster '$NAME' down"
 }
