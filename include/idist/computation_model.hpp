@@ -59,6 +59,10 @@ class ComputationModel {
   /// auto_model's reducer keeps one bucket in flight on such backends, since more would overlap
   /// nothing and each costs the backend scratch memory.
   virtual bool has_async_progress() const { return true; }
+  /// The network interface and address this rank's transport listens on, and why it was chosen,
+  /// e.g. "eth0 198.18.0.2 (routes to MASTER_ADDR node1 (198.18.0.1))"; nullopt for backends that do
+  /// not choose one themselves (serial; mpi, whose transports Open MPI selects). Logged by show_config().
+  virtual std::optional<std::string> network_interface() const { return std::nullopt; }
   /// Timeout of every wait: rendezvous and collectives. Milliseconds.
   std::chrono::milliseconds timeout() const noexcept { return timeout_; }
 

@@ -90,7 +90,8 @@ std::string hostname();
 void set_local_rank(int local_rank);
 
 /// Logs the configuration on rank 0 (distributed configuration, backend, device, hostname, world
-/// size, rank, local rank, num processes per_node, num nodes, node rank), one line each, to stderr.
+/// size, rank, local rank, num processes per_node, num nodes, node rank), one line each, to stderr,
+/// plus "network interface" (name, address and why) on backends that choose one (gloo, nccl).
 /// Mirrors ignite.distributed.show_config.
 void show_config();
 

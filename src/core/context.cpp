@@ -131,6 +131,7 @@ void show_config() {
   line("num processes per_node", std::to_string(m.nproc_per_node()));
   line("num nodes", std::to_string(m.nnodes()));
   line("node rank", std::to_string(m.node_rank()));
+  if (const auto where = m.network_interface()) line("network interface", *where);
 }
 
 }  // namespace idist

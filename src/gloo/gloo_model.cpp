@@ -16,8 +16,11 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include "core/backend_factories.hpp"
 #include "core/cuda_probe.hpp"
+#include "gloo/peer_diagnosis.hpp"
 #include "gloo/reduce_functions.hpp"
 #include "gloo/tcp_device.hpp"
 #include "idist/error.hpp"
@@ -26,6 +29,11 @@
 namespace idist::gloo_backend {
 
 namespace {
+
+// A lost host is one that does not answer a TCP connection attempt within this time.
+constexpr std::chrono::milliseconds kPeerProbeTimeout{1000};
+
+using rendezvous::describe_rank;
 
 std::string rank_list(const std::vector<int>& ranks) {
   std::string s = "[";
@@ -67,7 +75,12 @@ GlooModel::GlooModel(const InitOptions& opts) : ComputationModel(opts.timeout) {
   try {
     store_ = rendezvous::open_store(opts, info_);
     if (!info_.topology_exact || !info_.local_rank_known) rendezvous::exchange_topology(*store_, info_, timeout());
-    device_ = make_tcp_device(info_.master_addr);
+    interface_ = rendezvous::select_interface(info_.master_addr, info_.nnodes);
+    peers_ = rendezvous::exchange_peers(*store_, info_.rank, info_.world_size, {idist::hostname(), interface_.address},
+                                        timeout());
+    if (const auto why = rendezvous::unreachable_addresses(peers_, "GLOO_SOCKET_IFNAME"))
+      throw BackendError(fmt::format("gloo: rank {} cannot form the world: {}", info_.rank, *why));
+    device_ = make_tcp_device(interface_);
     std::vector<int> all(std::size_t(info_.world_size));
     for (int r = 0; r < info_.world_size; ++r) all[std::size_t(r)] = r;
     world_ = connect(std::move(all), "world", "idist/gloo/world");
@@ -139,7 +152,8 @@ std::optional<int> GlooModel::group_rank(const Group& group) {
 // Runs one gloo operation of `comm`, translating failures into idist errors that name the operation,
 // the rank and the group; the first failure marks the communicator unusable.
 template <class Run>
-void GlooModel::run_guarded(Communicator& comm, const char* op, int rank, const Run& run) {
+void GlooModel::run_guarded(Communicator& comm, const char* op, int rank, const rendezvous::PeerTable& peers,
+                            const Run& run) {
   if (comm.broken.load(std::memory_order_acquire)) {
     std::lock_guard lock(comm.failure_mutex);
     throw BackendError(std::string(op) + " on rank " + std::to_string(rank) + ": the gloo communicator of group " +
@@ -147,8 +161,16 @@ void GlooModel::run_guarded(Communicator& comm, const char* op, int rank, const 
                        "); call idist::finalize()");
   }
   const auto fail = [&](const std::string& detail, bool timed_out) {
-    const std::string msg = std::string(op) + " on rank " + std::to_string(rank) + " (group " + comm.name +
-                            ") failed: " + detail + "; a peer may have died or issued a different collective";
+    // Only the first failure of a communicator looks for the lost peers (a bounded network probe).
+    const std::string lost = comm.broken.load(std::memory_order_acquire)
+                                 ? std::string()
+                                 : lost_peers(detail, timed_out, comm.ranks, rank, peers, kPeerProbeTimeout);
+    const std::string msg =
+        lost.empty() ? fmt::format("{} on {} (group {}) failed: {}; a peer may have died or issued a different "
+                                   "collective",
+                                   op, describe_rank(peers, rank), comm.name, detail)
+                     : fmt::format("{} on {} (group {}) failed: {}; {}", op, describe_rank(peers, rank), comm.name,
+                                   detail, lost);
     {
       std::lock_guard lock(comm.failure_mutex);
       if (comm.failure.empty()) comm.failure = msg;
@@ -175,7 +197,8 @@ Work GlooModel::submit(Communicator& comm, const char* op, Run run) {
   const auto timeout = this->timeout();
   const int rank = info_.rank;
   // One closure per operation: the lane's std::function holds it (a single allocation).
-  auto impl = comm.lane->submit([&comm, op, rank, run = std::move(run)] { run_guarded(comm, op, rank, run); },
+  const rendezvous::PeerTable& peers = peers_;
+  auto impl = comm.lane->submit([&comm, op, rank, &peers, run = std::move(run)] { run_guarded(comm, op, rank, peers, run); },
                                 std::chrono::steady_clock::now() + timeout);
   return Work(std::move(impl), op, rank, timeout);
 }
@@ -184,7 +207,7 @@ template <class Run>
 Work GlooModel::issue(Communicator& comm, const char* op, bool blocking, Run run) {
   if (!blocking) return submit(comm, op, std::move(run));
   const int rank = info_.rank;
-  if (!comm.lane->run_if_idle([&] { run_guarded(comm, op, rank, run); })) submit(comm, op, std::move(run)).wait();
+  if (!comm.lane->run_if_idle([&] { run_guarded(comm, op, rank, peers_, run); })) submit(comm, op, std::move(run)).wait();
   return Work{};
 }
 
@@ -333,10 +356,15 @@ void GlooModel::teardown(bool barrier_first) noexcept {
       for (auto& [ranks, comm] : groups_) comm->lane->stop("the gloo backend was finalized");
     }
     if (world_) world_->lane->stop("the gloo backend was finalized");
+    // Leaving on an error (no closing barrier, or a failed communicator): peers may be dead or stuck, so
+    // rank 0's store server must not wait for them to disconnect; a rank that raised exits promptly.
+    bool failed = !barrier_first || (world_ && world_->broken.load());
+    for (auto& [ranks, comm] : groups_) failed = failed || comm->broken.load();
+    if (failed && store_) store_->leave_without_waiting();
     groups_.clear();  // contexts close their connections
     world_.reset();
     device_.reset();
-    store_.reset();  // rank 0's server waits (bounded) for the other ranks to disconnect
+    store_.reset();  // after a clean finalize, rank 0's server waits (bounded) for the other ranks to disconnect
   } catch (const std::exception& e) {
     std::fprintf(stderr, "idist: gloo finalize on rank %d: %s\n", info_.rank, e.what());
   }

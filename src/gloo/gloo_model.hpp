@@ -12,6 +12,8 @@
 #include "idist/computation_model.hpp"
 #include "rendezvous/discovery.hpp"
 #include "rendezvous/env.hpp"
+#include "rendezvous/network_interface.hpp"
+#include "rendezvous/peer_table.hpp"
 #include "store/store.hpp"
 
 namespace gloo {
@@ -40,8 +42,12 @@ struct Communicator {
 /// ignite's "gloo-dist" model (ignite's _NativeDistModel with backend "gloo"): a world of processes
 /// that discovered their ranks from the environment (or InitOptions) and met through a store.
 ///
-/// - Transport: gloo::transport::tcp. The device binds to 127.0.0.1 when the master address is a
-///   loopback address, else to this host's name; GLOO_SOCKET_IFNAME=<iface> picks an interface.
+/// - Transport: gloo::transport::tcp on the address rendezvous::select_interface() picks
+///   (GLOO_SOCKET_IFNAME, else the local address that routes to MASTER_ADDR, else the loopback for a
+///   one-node world); the ranks then exchange their hosts and addresses (the peer table) and refuse at
+///   once a world where a rank advertises a loopback address to other hosts.
+/// - Failures name the lost peer by rank and host: from the address in Gloo's I/O error, or after a
+///   timeout by a one-second TCP probe of the other hosts.
 /// - Collectives: gloo::allreduce (ring; IDIST_GLOO_ALLREDUCE=bcube selects bcube), gloo::allgather,
 ///   gloo::allgatherv, gloo::broadcast and gloo::barrier, each bounded by InitOptions::timeout.
 /// - Groups: a group's first use connects its own gloo context, rendezvoused under the store prefix
@@ -73,6 +79,7 @@ class GlooModel final : public ComputationModel {
   std::shared_ptr<gloo::Context> world_context() const { return world_ ? world_->context : nullptr; }
   Device device() const override;
   void set_local_rank(int local_rank) override;
+  std::optional<std::string> network_interface() const override { return interface_.describe(); }
 
   /// Barrier (bounded by the timeout; a failure is reported on stderr, not thrown), then stops the
   /// lanes, closes every context, closes the store (rank 0's server last: it waits for the other
@@ -109,8 +116,10 @@ class GlooModel final : public ComputationModel {
   Work broadcast_impl(Buffer data, int src, const Group& group, bool blocking);
   Work barrier_impl(const Group& group, bool blocking);
   /// Runs `run` on `comm`'s context; gloo failures become TimeoutError / BackendError.
+  /// `peers` names the lost peers in the message of the communicator's first failure.
   template <class Run>
-  static void run_guarded(Communicator& comm, const char* op, int rank, const Run& run);
+  static void run_guarded(Communicator& comm, const char* op, int rank, const rendezvous::PeerTable& peers,
+                          const Run& run);
   /// Releases everything in teardown order. `barrier_first`: finalize()'s closing barrier.
   void teardown(bool barrier_first) noexcept;
 
@@ -118,6 +127,8 @@ class GlooModel final : public ComputationModel {
   rendezvous::EnvOverride env_;
   SigpipeGuard sigpipe_;
   std::shared_ptr<store::Store> store_;
+  rendezvous::InterfaceChoice interface_;  // where this rank's gloo pairs listen
+  rendezvous::PeerTable peers_;            // every rank's host and address, for failure messages
   std::shared_ptr<gloo::transport::Device> device_;
   std::unique_ptr<Communicator> world_;
   std::mutex groups_mutex_;

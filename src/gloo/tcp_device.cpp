@@ -2,36 +2,21 @@
 
 #include <gloo/transport/tcp/device.h>
 
-#include <cstdlib>
+#include <fmt/format.h>
 
-#include "idist/context.hpp"
 #include "idist/error.hpp"
 
 namespace idist::gloo_backend {
 
-bool is_loopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
-
-std::shared_ptr<gloo::transport::Device> make_tcp_device(const std::string& master_addr) {
+std::shared_ptr<gloo::transport::Device> make_tcp_device(const rendezvous::InterfaceChoice& where) {
   gloo::transport::tcp::attr attr;
-  std::string where;
-  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
-    const std::string list = ifname;
-    attr.iface = list.substr(0, list.find(','));
-    where = "interface '" + attr.iface + "' (GLOO_SOCKET_IFNAME)";
-  } else if (is_loopback(master_addr)) {
-    attr.hostname = "127.0.0.1";
-    where = "address 127.0.0.1";
-  } else {
-    attr.hostname = idist::hostname();
-    where = "host name '" + attr.hostname + "'";
-  }
+  attr.hostname = where.address;  // an address, never a name that might resolve to the loopback
   try {
     return gloo::transport::tcp::CreateDevice(attr);
   } catch (const std::exception& e) {
-    throw BackendError("gloo: cannot create the TCP transport on " + where + ": " + e.what() +
-                       " (set GLOO_SOCKET_IFNAME to the network interface to use)");
+    throw BackendError(fmt::format("gloo: cannot create the TCP transport on {}: {} (set GLOO_SOCKET_IFNAME to the "
+                                   "network interface to use)",
+                                   where.describe(), e.what()));
   }
 }
 

@@ -62,6 +62,7 @@ NCCLModel::NCCLModel(const InitOptions& opts) : ComputationModel(opts.timeout) {
   layout_ = rv.layout;
   store_ = std::move(rv.store);
   env_guard_ = std::move(rv.env_guard);
+  interface_ = std::move(rv.interface);
 
   if (layout_.local_rank < ndev)
     device_ = layout_.local_rank;

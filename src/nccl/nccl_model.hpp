@@ -37,6 +37,7 @@ class NCCLModel final : public ComputationModel {
   int node_rank() const override { return layout_.node_rank; }
   int nnodes() const override { return layout_.nnodes; }
   Device device() const override { return Device{DeviceType::CUDA, device_}; }
+  std::optional<std::string> network_interface() const override { return interface_; }
 
   void finalize() override;
   std::optional<int> group_rank(const Group& group) override;
@@ -64,6 +65,7 @@ class NCCLModel final : public ComputationModel {
   bool use_split_ = kHaveCommSplit;
   std::shared_ptr<KeyValueStore> store_;
   std::shared_ptr<void> env_guard_;
+  std::optional<std::string> interface_;  // the bootstrap interface idist chose, for show_config
   std::shared_ptr<BlockPool> pinned_;
   std::shared_ptr<BlockPool> device_pool_;  // only where the device has no memory pools
   std::shared_ptr<Communicator> world_;

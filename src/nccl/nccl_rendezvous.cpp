@@ -3,11 +3,14 @@
 #include "idist/config.hpp"
 #include "idist/error.hpp"
 
+#include <cstdlib>
+
 #if IDIST_HAVE_GLOO
 // The rendezvous store implements Gloo's rendezvous::Store, so it is built together with Gloo.
 #include "nccl/store_key_value.hpp"
 #include "rendezvous/discovery.hpp"
 #include "rendezvous/env.hpp"
+#include "rendezvous/network_interface.hpp"
 #else
 #include <algorithm>
 #include <cstdlib>
@@ -27,7 +30,14 @@ Rendezvous rendezvous(const InitOptions& opts) {
     out.store = std::make_shared<StoreKeyValue>(std::move(store));
   }
   out.layout = WorldLayout{info.rank, info.local_rank, info.world_size, info.nproc_per_node, info.node_rank, info.nnodes};
-  out.env_guard = std::make_shared<rendezvous::EnvOverride>(info);
+  auto env = std::make_shared<rendezvous::EnvOverride>(info);
+  const char* ifname = std::getenv("NCCL_SOCKET_IFNAME");
+  if (info.world_size > 1 && !(ifname && *ifname)) {
+    const auto choice = rendezvous::select_interface(info.master_addr, info.nnodes, "NCCL_SOCKET_IFNAME");
+    env->set("NCCL_SOCKET_IFNAME", "=" + choice.name);  // '=': NCCL matches the name exactly, not as a prefix
+    out.interface = choice.describe();
+  }
+  out.env_guard = std::move(env);
   return out;
 }
 

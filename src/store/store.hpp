@@ -60,6 +60,10 @@ class Store : public gloo::rendezvous::Store {
   /// Where the store lives, for messages: "tcp://host:port", "file:///path", "prefix 'g1/' of ...".
   virtual std::string describe() const = 0;
 
+  /// Leaving on an error: the destructor shall not wait for other clients to disconnect (they may be
+  /// dead or stuck, and a rank that raised must exit promptly). No-op for stores without a server.
+  virtual void leave_without_waiting() {}
+
   /// set() for text values.
   void set_string(const std::string& key, std::string_view value);
   /// get() returning text.

@@ -53,7 +53,7 @@ TCPStore::TCPStore(std::string host, int port, bool is_server, int world_size, s
 
 TCPStore::~TCPStore() {
   client_.reset();  // our own connection first, so that only other ranks' connections remain
-  if (server_ && !server_->wait_until_no_clients(timeout_)) {
+  if (server_ && wait_on_close_ && !server_->wait_until_no_clients(timeout_)) {
     std::fprintf(stderr,
                  "idist TCPStore %s: %d client(s) still connected %lld ms after shutdown began; closing anyway\n",
                  describe().c_str(), server_->num_connections(), static_cast<long long>(timeout_.count()));

@@ -66,6 +66,9 @@ class TCPStore final : public Store {
   bool check(const std::vector<std::string>& keys) override;
   std::chrono::milliseconds timeout() const override { return timeout_; }
   std::string describe() const override;
+  /// The server (rank 0) closes at once in the destructor instead of waiting up to timeout() for the
+  /// other ranks to disconnect.
+  void leave_without_waiting() override { wait_on_close_ = false; }
 
   /// The server's host as given.
   const std::string& host() const { return host_; }
@@ -85,6 +88,7 @@ class TCPStore final : public Store {
   int port_;
   int world_size_;
   std::chrono::milliseconds timeout_;
+  bool wait_on_close_ = true;  // false once leave_without_waiting() was called
   std::unique_ptr<detail::TCPStoreServer> server_;  // destroyed after client_ (declared first)
   std::unique_ptr<detail::TCPStoreClient> client_;
 };

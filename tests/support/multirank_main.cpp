@@ -7,6 +7,10 @@
 //   initializes the backend itself, ranks from the environment;
 // - IDIST_TEST_SPAWN=N (gloo, nccl): the binary is started once and runs its tests in N workers
 //   started by idist::spawn; it exits non-zero when a worker fails or any rank has a failed test.
+// - IDIST_TEST_NNODES=N with IDIST_TEST_NODE_RANK, IDIST_TEST_NPROC_PER_NODE, IDIST_TEST_MASTER_ADDR and
+//   IDIST_TEST_MASTER_PORT (gloo, nccl): ignite's multi-node form, idist::Parallel(backend, {nproc_per_node,
+//   nnodes, node_rank, master_addr, master_port}); the same command runs on every node (the emulated
+//   cluster's tests).
 // IDIST_TEST_INIT_METHOD overrides the init method ("env://" by default); in it, "{port}" becomes a
 // free TCP port and "{tmpdir}" a fresh temporary directory.
 #include <gtest/gtest.h>
@@ -92,6 +96,34 @@ int spawn_and_run(const std::string& backend, int nproc) {
   return 0;
 }
 
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+// ignite's multi-node Parallel: this node's workers join the world served by node 0's master.
+int parallel_multi_node(const std::string& backend) {
+  idist::ParallelOptions opts;
+  opts.nproc_per_node = env_int("IDIST_TEST_NPROC_PER_NODE", 1);
+  opts.nnodes = env_int("IDIST_TEST_NNODES", 1);
+  opts.node_rank = env_int("IDIST_TEST_NODE_RANK", 0);
+  const char* addr = std::getenv("IDIST_TEST_MASTER_ADDR");
+  opts.master_addr = addr && *addr ? addr : "127.0.0.1";
+  opts.master_port = env_int("IDIST_TEST_MASTER_PORT", 2222);
+  opts.timeout = kTestTimeout;
+  try {
+    idist::Parallel parallel(backend, opts);
+    parallel.run([](int) {
+      if (run_tests_on_this_rank() != 0)
+        throw idist::Error("rank " + std::to_string(idist::get_rank()) + " had failed tests");
+    });
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 }  // namespace idist::test
@@ -99,6 +131,14 @@ int spawn_and_run(const std::string& backend, int nproc) {
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   const std::string backend = idist::test::backend_under_test();
+  if (const char* n = std::getenv("IDIST_TEST_NNODES"); n && *n && backend != "serial") {
+#if __has_include("idist/launcher.hpp") && (IDIST_HAVE_GLOO || IDIST_HAVE_NCCL)
+    return idist::test::parallel_multi_node(backend);
+#else
+    std::fprintf(stderr, "IDIST_TEST_NNODES needs the launcher (a gloo or nccl build)\n");
+    return 1;
+#endif
+  }
   if (const char* n = std::getenv("IDIST_TEST_SPAWN"); n && *n && backend != "serial") {
 #if __has_include("idist/launcher.hpp") && (IDIST_HAVE_GLOO || IDIST_HAVE_NCCL)
     return idist::test::spawn_and_run(backend, std::atoi(n));
