@@ -1,0 +1,80 @@
+# Shared by the emulated-cluster test drivers (sourced). Brings a cluster up under $IDIST_CLUSTER,
+# tears it down on exit (also on failure), and runs processes on its hosts with bounded lifetimes.
+# Only processes this script started are ever signalled, by their recorded ids.
+
+: "${IDIST_SOURCE_DIR:?set by ctest}" "${IDIST_BUILD_DIR:?set by ctest}" "${IDIST_CLUSTER:?set by ctest}"
+export IDIST_CLUSTER
+CLUSTER="$IDIST_SOURCE_DIR/scripts/cluster.sh"
+LOGS="$(mktemp -d "/tmp/idist-$IDIST_CLUSTER-XXXXXX")"
+STARTED_PIDS=()
+failures=0
+
+now() { date +%s.%N; }
+# calc EXPR: floating-point arithmetic and comparisons (awk: no bc on a minimal Debian).
+calc() { awk "BEGIN { print ($1) }"; }
+
+log() { printf '[%s %s] %s\n' "$(date +%T)" "$(basename "$0" .sh)" "$*"; }
+
+cleanup() {
+  local rc=$?
+  for pid in "${STARTED_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${STARTED_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  if declare -F extra_cleanup >/dev/null; then extra_cleanup || true; fi
+  "$CLUSTER" down >/dev/null 2>&1 || true
+  exit "$rc"
+}
+
+# cluster_up N [--rate R]: exits 77 (ctest: Skipped) with cluster.sh's reason when it cannot run here.
+cluster_up() {
+  local rc=0
+  trap cleanup EXIT
+  trap 'exit 143' TERM INT
+  "$CLUSTER" down >/dev/null 2>&1 || true  # leftovers of an earlier run killed mid-way
+  "$CLUSTER" up "$@" 2>"$LOGS/up.err" || rc=$?
+  if [ "$rc" -eq 77 ]; then
+    echo "SKIPPED: $(cat "$LOGS/up.err")"
+    exit 77
+  fi
+  [ "$rc" -eq 0 ] || { cat "$LOGS/up.err"; echo "cluster.sh up failed ($rc)"; exit 1; }
+}
+
+host_name() { "$CLUSTER" hostname "$1"; }
+
+# start_on HOST LOG LIMIT_S CMD...: runs CMD on emulated host HOST in the background, killed after
+# LIMIT_S seconds; its pid is appended to STARTED_PIDS and stored in $LAST_PID.
+start_on() {
+  local host="$1" logfile="$2" limit="$3"
+  shift 3
+  timeout --kill-after=5 "$limit" "$CLUSTER" run "$host" "$@" >"$logfile" 2>&1 &
+  LAST_PID=$!
+  STARTED_PIDS+=("$LAST_PID")
+}
+
+# wait_all NAME PIDS...: waits for every pid; on any non-zero status prints the logs of NAME and
+# counts a failure. Returns the number of failed processes.
+wait_all() {
+  local name="$1" bad=0 pid
+  shift
+  for pid in "$@"; do wait "$pid" || bad=$((bad + 1)); done
+  if [ "$bad" -ne 0 ]; then
+    log "FAILED: $name ($bad process(es) exited non-zero); logs:"
+    for f in "$LOGS/$name".*; do echo "----- $f"; tail -n 60 "$f"; done
+    failures=$((failures + 1))
+  else
+    log "passed: $name"
+  fi
+  return 0
+}
+
+# A port for the rendezvous: each emulated host has its own port space, so only this test uses it.
+free_port() { echo $((20000 + RANDOM % 20000)); }
+
+finish() {
+  if [ "$failures" -ne 0 ]; then
+    log "$failures check(s) failed (logs in $LOGS)"
+    exit 1
+  fi
+  log "all checks passed"
+  rm -rf "$LOGS"
+  exit 0
+}
