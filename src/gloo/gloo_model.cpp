@@ -32,6 +32,8 @@ namespace {
 
 // A lost host is one that does not answer a TCP connection attempt within this time.
 constexpr std::chrono::milliseconds kPeerProbeTimeout{1000};
+// How much longer a Work waits than the operation's own timeout: the probe, plus scheduling slack.
+constexpr std::chrono::milliseconds kFailureReportGrace = kPeerProbeTimeout + std::chrono::milliseconds(1000);
 
 using rendezvous::describe_rank;
 
@@ -200,7 +202,9 @@ Work GlooModel::submit(Communicator& comm, const char* op, Run run) {
   const rendezvous::PeerTable& peers = peers_;
   auto impl = comm.lane->submit([&comm, op, rank, &peers, run = std::move(run)] { run_guarded(comm, op, rank, peers, run); },
                                 std::chrono::steady_clock::now() + timeout);
-  return Work(std::move(impl), op, rank, timeout);
+  // Gloo enforces the timeout inside the operation, whose error names the lost peers after a bounded
+  // probe; the Work's own wait allows for that probe so that the caller gets the precise error.
+  return Work(std::move(impl), op, rank, timeout + kFailureReportGrace);
 }
 
 template <class Run>
