@@ -70,3 +70,4 @@ done
     done
   done
 } | tee "$out/cluster_summary.txt"
+"$root/benchmarks/plot_cluster.sh" "$out" "${IMG_DIR:-$root/docs/img}" "${models%%,*}"
