@@ -39,9 +39,11 @@ start_training() {
 }
 
 # check_survivors NAME FAULT_TIME LOST_HOST RANKS...: each rank (logs $LOGS/NAME.rankN) exits non-zero
-# within the budget, with an error naming an operation and the lost host.
+# within the budget, with an error naming an operation and the peer it lost by rank and host; at least
+# one of them names LOST_HOST. (A survivor may first lose a peer of its own host that already left on
+# the same fault: that peer is the one it lost, and is named as such.)
 check_survivors() {
-  local name="$1" t_fault="$2" lost_host="$3" rank ok=1
+  local name="$1" t_fault="$2" lost_host="$3" rank ok=1 named_lost_host=0
   shift 3
   rm -f "$LOGS/$name.times"
   for rank in "$@"; do
@@ -52,14 +54,16 @@ check_survivors() {
     local f="$LOGS/$name.rank$rank"
     if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || [ "$rc" -ge 128 ]; then
       log "FAILED: $name: rank $rank exit status $rc (expected an idist error)"; ok=0
-    elif grep -qE "(all_reduce|broadcast|all_gather|barrier).*(host $lost_host|$lost_host)" "$f"; then
+    elif grep -qE "(all_reduce|broadcast|all_gather|barrier) on rank .*(lost peer|unreachable).*rank [0-9]+ \(host [^ ,]+, " "$f"; then
       log "$name: rank $rank exited $rc at $(printf %.1f "$took") s after the fault (measured once all earlier ranks were reaped)"
+      grep -qE "(lost peer|unreachable).*host $lost_host" "$f" && named_lost_host=1
     else
-      log "FAILED: $name: rank $rank's error does not name the operation and host $lost_host"; ok=0
+      log "FAILED: $name: rank $rank's error does not name the operation and a lost peer by rank and host"; ok=0
     fi
     echo "$name rank $rank: $(grep -m1 "error" "$f" | cut -c1-400)"
     echo "$took" >>"$LOGS/$name.times"
   done
+  [ "$named_lost_host" -eq 1 ] || { log "FAILED: $name: no survivor names host $lost_host"; ok=0; }
   local worst
   worst=$(sort -g "$LOGS/$name.times" | tail -n 1)
   if [ "$(calc "$worst > $budget_s")" -eq 1 ]; then
