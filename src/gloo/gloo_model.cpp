@@ -25,6 +25,7 @@
 #include "gloo/tcp_device.hpp"
 #include "idist/error.hpp"
 #include "store/prefix_store.hpp"
+#include "store/store_monitored_barrier.hpp"
 
 namespace idist::gloo_backend {
 
@@ -338,6 +339,14 @@ Work GlooModel::barrier_impl(const Group& group, bool blocking) {
     o.setTimeout(timeout);
     gloo::barrier(o);
   });
+}
+
+void GlooModel::monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) {
+  Communicator& comm = communicator(group);
+  if (comm.ranks.size() == 1) return;
+  const std::uint64_t n = comm.monitored_barriers.fetch_add(1);
+  store::store_monitored_barrier(*store_, fmt::format("idist/monitored_barrier/{}/{}", comm.name, n), comm.ranks,
+                                 info_.rank, timeout, wait_all_ranks);
 }
 
 void GlooModel::finalize() {
