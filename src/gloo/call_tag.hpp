@@ -12,13 +12,13 @@
 
 namespace idist::gloo_backend {
 
-/// FNV-1a over (dtype, count, op, root); `op` and `root` are -1 where they do not apply.
+/// A multiplicative hash of (dtype, count, op, root); `op` and `root` are -1 where they do not apply.
+/// Two multiplications: distinct calls collide with probability 2^-32.
 inline std::uint32_t call_tag(DType dtype, std::size_t count, int op, int root) noexcept {
-  std::uint64_t h = 1469598103934665603ull;
-  for (std::uint64_t word : {std::uint64_t(dtype), std::uint64_t(count), std::uint64_t(std::int64_t(op)),
-                             std::uint64_t(std::int64_t(root))})
-    h = (h ^ word) * 1099511628211ull;
-  return std::uint32_t(h ^ (h >> 32));
+  const std::uint64_t small = (std::uint64_t(dtype) << 56) ^ (std::uint64_t(std::uint32_t(op + 1)) << 48) ^
+                              std::uint64_t(std::uint32_t(root + 1));
+  const std::uint64_t h = (std::uint64_t(count) * 0x9E3779B97F4A7C15ull ^ small) * 0xC2B2AE3D27D4EB4Full;
+  return std::uint32_t(h >> 32);
 }
 
 }  // namespace idist::gloo_backend
