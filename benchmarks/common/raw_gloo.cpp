@@ -62,7 +62,7 @@ class RawGloo final : public RawBackend {
 
 std::unique_ptr<RawBackend> make_raw_gloo(idist::ComputationModel& model, RawKind kind) {
   if (kind != RawKind::Blocking) return nullptr;  // gloo's algorithms only block
-  auto& g = static_cast<idist::gloo_backend::GlooModel&>(model);  // backend() == "gloo"
+  auto& g = static_cast<idist::gloo_backend::GlooModel&>(model.backend_model());  // backend() == "gloo"
   return std::make_unique<RawGloo>(g.world_context(), model.timeout());
 }
 

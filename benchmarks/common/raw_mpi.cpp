@@ -65,7 +65,7 @@ class RawMpi final : public RawBackend {
 }  // namespace
 
 std::unique_ptr<RawBackend> make_raw_mpi(idist::ComputationModel& model, RawKind kind) {
-  auto& mpi = static_cast<idist::mpi_backend::NativeMPIModel&>(model);  // backend() == "mpi"
+  auto& mpi = static_cast<idist::mpi_backend::NativeMPIModel&>(model.backend_model());  // backend() == "mpi"
   return std::make_unique<RawMpi>(mpi.world_comm(), kind == RawKind::NonBlocking);
 }
 

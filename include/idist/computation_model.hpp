@@ -20,6 +20,10 @@
 
 namespace idist {
 
+namespace store {
+class Store;  // src/store/store.hpp: internal to libidist
+}
+
 /// One distributed configuration: serial, mpi, gloo or nccl.
 ///
 /// Collectives are non-blocking and return a Work; each also has a blocking form whose default
@@ -63,6 +67,12 @@ class ComputationModel {
   /// e.g. "eth0 198.18.0.2 (routes to MASTER_ADDR node1 (198.18.0.1))"; nullopt for backends that do
   /// not choose one themselves (serial; mpi, whose transports Open MPI selects). Logged by show_config().
   virtual std::optional<std::string> network_interface() const { return std::nullopt; }
+  /// The rendezvous store of the backend (gloo), through which diagnostics publish progress;
+  /// nullptr where there is none (serial, mpi) or it is not shared (nccl). An internal type.
+  virtual store::Store* rendezvous_store() { return nullptr; }
+  /// The backend's own model under any diagnostic wrapper (IDIST_DISTRIBUTED_DEBUG): itself unless
+  /// overridden. For code that needs the concrete backend class (benchmarks, tests).
+  virtual ComputationModel& backend_model() { return *this; }
   /// Timeout of every wait: rendezvous and collectives. Milliseconds.
   std::chrono::milliseconds timeout() const noexcept { return timeout_; }
 
@@ -102,6 +112,9 @@ class ComputationModel {
   virtual void broadcast_blocking(Buffer data, int src, const Group& group);
   /// Blocking barrier (see all_reduce_blocking()).
   virtual void barrier_blocking(const Group& group);
+  /// torch.distributed.monitored_barrier over `group` (see idist::monitored_barrier()). The default
+  /// returns at once for a one-rank group and otherwise throws BackendError (unsupported).
+  virtual void monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks);
 
  protected:
   explicit ComputationModel(std::chrono::milliseconds timeout) : timeout_(timeout) {}

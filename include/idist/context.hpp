@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "idist/computation_model.hpp"
+#include "idist/debug.hpp"
 #include "idist/types.hpp"
 
 namespace idist {
@@ -36,6 +37,9 @@ struct InitOptions {
   /// (all_reduce_async, auto_model's buckets) are unaffected. Also switched on by the environment
   /// variable IDIST_MPI_BLOCKING=1 (which applies to an adopted MPI context as well).
   bool mpi_blocking_collectives = false;
+  /// Collective checks and recording (see DebugLevel); std::nullopt: the environment variable
+  /// IDIST_DISTRIBUTED_DEBUG (OFF, INFO or DETAIL), else Off. An invalid variable raises ValueError.
+  std::optional<DebugLevel> debug;
 };
 
 /// Initializes the distributed configuration with `backend` (one of available_backends()).

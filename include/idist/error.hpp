@@ -35,4 +35,14 @@ class BackendError : public Error {
   using Error::Error;
 };
 
+/// Ranks issued different collectives at the same point (IDIST_DISTRIBUTED_DEBUG=DETAIL): a different
+/// operation, element type, element count, reduce op, root or group. Raised on every rank of the group
+/// before any data moved; the message names each rank and what it issued, e.g.
+/// "rank 0: all_reduce float32[4] SUM seq 12; rank 1: broadcast float32[4] src 0 seq 12".
+/// The group stays usable: sequence numbers stay aligned, so the next matching collective works.
+class DesyncError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace idist

@@ -12,6 +12,7 @@
 #include "idist/work.hpp"
 #include "idist/computation_model.hpp"
 #include "idist/context.hpp"
+#include "idist/debug.hpp"
 #include "idist/collectives.hpp"
 #include "idist/helpers.hpp"
 #if __has_include("idist/launcher.hpp")

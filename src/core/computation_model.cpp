@@ -52,5 +52,8 @@ void ComputationModel::broadcast_blocking(Buffer data, int src, const Group& gro
   broadcast(data, src, group).wait();
 }
 void ComputationModel::barrier_blocking(const Group& group) { barrier(group).wait(); }
+void ComputationModel::monitored_barrier(const Group& group, std::chrono::milliseconds, bool) {
+  if (group_size(group) > 1) unsupported("monitored_barrier");
+}
 
 }  // namespace idist

@@ -7,6 +7,7 @@
 #include <climits>
 #include <memory>
 
+#include "core/debug/debug_model.hpp"
 #include "core/registry.hpp"
 #include "idist/error.hpp"
 #include "serial/serial_model.hpp"
@@ -32,7 +33,7 @@ bool try_adopt() {
   for (const auto& entry : core::backends()) {
     if (!entry.adopt) continue;
     if (auto model = entry.adopt()) {
-      state().model = std::move(model);
+      state().model = core::debug::wrap(std::move(model), core::debug::read_settings(std::nullopt));
       state().serial = false;
       return true;
     }
@@ -61,9 +62,10 @@ void initialize(std::string_view backend, const InitOptions& opts) {
                      " backend is already initialized; call idist::finalize() first");
   if (opts.timeout.count() <= 0)
     throw ValueError("initialize: timeout must be positive, got " + std::to_string(opts.timeout.count()) + " ms");
+  const core::debug::Settings debug = core::debug::read_settings(opts.debug);  // ValueError before any rendezvous
   for (const auto& entry : core::backends()) {
     if (entry.name != backend) continue;
-    s.model = entry.create(opts);
+    s.model = core::debug::wrap(entry.create(opts), debug);
     s.serial = false;
     s.need_to_sync = false;
     return;

@@ -20,11 +20,13 @@
 
 #include "core/backend_factories.hpp"
 #include "core/cuda_probe.hpp"
+#include "gloo/call_tag.hpp"
 #include "gloo/peer_diagnosis.hpp"
 #include "gloo/reduce_functions.hpp"
 #include "gloo/tcp_device.hpp"
 #include "idist/error.hpp"
 #include "store/prefix_store.hpp"
+#include "store/store_monitored_barrier.hpp"
 
 namespace idist::gloo_backend {
 
@@ -169,7 +171,8 @@ void GlooModel::run_guarded(Communicator& comm, const char* op, int rank, const 
                                  : lost_peers(detail, timed_out, comm.ranks, rank, peers, kPeerProbeTimeout);
     const std::string msg =
         lost.empty() ? fmt::format("{} on {} (group {}) failed: {}; a peer may have died or issued a different "
-                                   "collective",
+                                   "collective (another operation, element type, count, reduce op or root: "
+                                   "IDIST_DISTRIBUTED_DEBUG=DETAIL names it)",
                                    op, describe_rank(peers, rank), comm.name, detail)
                      : fmt::format("{} on {} (group {}) failed: {}; {}", op, describe_rank(peers, rank), comm.name,
                                    detail, lost);
@@ -245,13 +248,14 @@ Work GlooModel::all_reduce_impl(Buffer data, ReduceOp op, const Group& group, bo
   if (data.count == 0) return Work{};
   const auto algorithm = use_bcube_ ? gloo::AllreduceOptions::Algorithm::BCUBE : gloo::AllreduceOptions::Algorithm::RING;
   const auto timeout = this->timeout();
-  return issue(comm, "all_reduce", blocking, [data, fn, algorithm, timeout](gloo::Context& ctx) {
+  return issue(comm, "all_reduce", blocking, [data, op, fn, algorithm, timeout](gloo::Context& ctx) {
     gloo::AllreduceOptions o(borrow(ctx));
     with_element_type(dtype_size(data.dtype), [&](auto t) {
       using T = decltype(t);
       o.setOutput<T>(static_cast<T*>(data.data), data.count);
     });
     o.setReduceFunction(fn);
+    o.setTag(call_tag(data.dtype, data.count, int(op), -1));
     o.setAlgorithm(algorithm);
     o.setTimeout(timeout);
     gloo::allreduce(o);
@@ -276,6 +280,7 @@ Work GlooModel::all_gather_impl(ConstBuffer in, Buffer out, const Group& group, 
       o.setInput<T>(static_cast<T*>(const_cast<void*>(in.data)), in.count);
       o.setOutput<T>(static_cast<T*>(out.data), out.count);
     });
+    o.setTag(call_tag(in.dtype, in.count, -1, -1));
     o.setTimeout(timeout);
     gloo::allgather(o);
   });
@@ -297,13 +302,14 @@ Work GlooModel::all_gather_v(ConstBuffer in, Buffer out, std::span<const std::si
   if (total == 0) return Work{};
   const auto timeout = this->timeout();
   std::vector<std::size_t> elements(counts.begin(), counts.end());
-  return submit(comm, "all_gather", [in, out, elements = std::move(elements), timeout](gloo::Context& ctx) {
+  return submit(comm, "all_gather", [in, out, total, elements = std::move(elements), timeout](gloo::Context& ctx) {
     gloo::AllgathervOptions o(borrow(ctx));
     with_element_type(dtype_size(in.dtype), [&](auto t) {
       using T = decltype(t);
       o.setInput<T>(static_cast<T*>(const_cast<void*>(in.data)), in.count);
       o.setOutput<T>(static_cast<T*>(out.data), elements);
     });
+    o.setTag(call_tag(in.dtype, total, -1, -1));
     o.setTimeout(timeout);
     gloo::allgatherv(o);
   });
@@ -325,6 +331,7 @@ Work GlooModel::broadcast_impl(Buffer data, int src, const Group& group, bool bl
       o.setOutput<T>(static_cast<T*>(data.data), data.count);
     });
     o.setRoot(root);
+    o.setTag(call_tag(data.dtype, data.count, -1, root));
     o.setTimeout(timeout);
     gloo::broadcast(o);
   });
@@ -338,6 +345,14 @@ Work GlooModel::barrier_impl(const Group& group, bool blocking) {
     o.setTimeout(timeout);
     gloo::barrier(o);
   });
+}
+
+void GlooModel::monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) {
+  Communicator& comm = communicator(group);
+  if (comm.ranks.size() == 1) return;
+  const std::uint64_t n = comm.monitored_barriers.fetch_add(1);
+  store::store_monitored_barrier(*store_, fmt::format("idist/monitored_barrier/{}/{}", comm.name, n), comm.ranks,
+                                 info_.rank, timeout, wait_all_ranks);
 }
 
 void GlooModel::finalize() {

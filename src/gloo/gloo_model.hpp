@@ -1,6 +1,7 @@
 #pragma once
 // GlooModel: the "gloo" backend, Gloo's collective algorithms over its TCP transport.
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,6 +38,8 @@ struct Communicator {
   std::mutex failure_mutex;
   std::string failure;
   std::atomic<bool> broken{false};
+  /// monitored_barrier calls so far: names each one's store keys.
+  std::atomic<std::uint64_t> monitored_barriers{0};
 };
 
 /// ignite's "gloo-dist" model (ignite's _NativeDistModel with backend "gloo"): a world of processes
@@ -98,6 +101,9 @@ class GlooModel final : public ComputationModel {
   void all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) override;
   void broadcast_blocking(Buffer data, int src, const Group& group) override;
   void barrier_blocking(const Group& group) override;
+  /// Through the store (store_monitored_barrier), keys "idist/monitored_barrier/<group>/<n>".
+  void monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) override;
+  store::Store* rendezvous_store() override { return store_.get(); }
 
  private:
   /// The communicator of `group` (this rank is a member: group_rank() was checked by the caller).

@@ -1,5 +1,6 @@
 // NativeMPIModel: setup, groups and the non-blocking collectives.
 #include "mpi/mpi_model.hpp"
+#include "mpi/mpi_monitored_barrier.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -105,6 +106,19 @@ MPI_Comm NativeMPIModel::member_comm(const Group& group, const char* fn) {
     throw ValueError(std::string(fn) + ": rank " + std::to_string(rank_) + " is not a member of group " +
                      group.str() + "; only members may call a collective on it");
   return g.comm;
+}
+
+void NativeMPIModel::monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) {
+  std::vector<int> members = normalize_group(group);
+  if (members.size() == 1) return;
+  const MPI_Comm comm = member_comm(group, "monitored_barrier");
+  const int comm_rank = int(std::lower_bound(members.begin(), members.end(), rank_) - members.begin());
+  std::uint64_t generation = 0;
+  {
+    std::lock_guard lock(monitored_mutex_);
+    generation = monitored_generations_[members]++;
+  }
+  mpi_monitored_barrier(comm, comm_rank, members, generation, timeout, wait_all_ranks);
 }
 
 // ---------------------------------------------------------------------------------------------

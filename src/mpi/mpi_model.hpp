@@ -2,6 +2,10 @@
 // NativeMPIModel: the "mpi" backend (Open MPI), ignite's _NativeDistModel with backend "mpi".
 #include <mpi.h>
 
+#include <cstdint>
+#include <map>
+#include <mutex>
+
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -109,6 +113,8 @@ class NativeMPIModel final : public ComputationModel {
   void broadcast_blocking(Buffer data, int src, const Group& group) override;
   /// MPI_Barrier under the watchdog when blocking collectives are on, else the polled default.
   void barrier_blocking(const Group& group) override;
+  /// Point-to-point messages on the group's communicator (mpi_monitored_barrier).
+  void monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) override;
   /// Whether the blocking forms call MPI's blocking collectives.
   bool blocking_collectives() const noexcept { return watchdog_ != nullptr; }
 
@@ -160,6 +166,8 @@ class NativeMPIModel final : public ComputationModel {
   TypeMap types_;
   GroupCache groups_;
   std::unique_ptr<Watchdog> watchdog_;  // set when blocking collectives are on
+  std::mutex monitored_mutex_;
+  std::map<std::vector<int>, std::uint64_t> monitored_generations_;  // per group's members
 };
 
 }  // namespace idist::mpi_backend

@@ -1,0 +1,69 @@
+#pragma once
+// The single hook of IDIST_DISTRIBUTED_DEBUG: a ComputationModel that wraps the backend's model when
+// diagnostics are on, so that every path (blocking and non-blocking collectives, the LibTorch
+// layer, auto_model's buckets) goes through it. With debug OFF and no IDIST_TRACE_DIR the backend's
+// model is used unwrapped: nothing is added to a collective.
+#include <memory>
+
+#include "core/debug/debug_settings.hpp"
+#include "core/debug/diagnostics.hpp"
+#include "idist/computation_model.hpp"
+
+namespace idist::core::debug {
+
+/// `model` itself when `settings.wrapped()` is false, else `model` inside a DebugModel.
+std::unique_ptr<ComputationModel> wrap(std::unique_ptr<ComputationModel> model, const Settings& settings);
+
+/// The debug level of `model` (Off unless it is a DebugModel).
+DebugLevel level_of(ComputationModel& model);
+
+/// Forwards everything to the backend's model; each collective first gets a sequence number and a
+/// flight recorder entry, at DETAIL the fingerprint check, and its errors dump the recorder (timeouts
+/// also name the ranks that never reached it).
+class DebugModel final : public ComputationModel {
+ public:
+  DebugModel(std::unique_ptr<ComputationModel> inner, const Settings& settings);
+
+  DebugLevel level() const noexcept { return diag_->settings().level; }
+
+  std::string model_name() const override { return inner_->model_name(); }
+  std::optional<std::string> backend() const override { return inner_->backend(); }
+  int rank() const override { return inner_->rank(); }
+  int local_rank() const override { return inner_->local_rank(); }
+  int world_size() const override { return inner_->world_size(); }
+  int nproc_per_node() const override { return inner_->nproc_per_node(); }
+  int node_rank() const override { return inner_->node_rank(); }
+  int nnodes() const override { return inner_->nnodes(); }
+  Device device() const override { return inner_->device(); }
+  void set_local_rank(int local_rank) override { inner_->set_local_rank(local_rank); }
+  bool has_async_progress() const override { return inner_->has_async_progress(); }
+  std::optional<std::string> network_interface() const override { return inner_->network_interface(); }
+  store::Store* rendezvous_store() override { return inner_->rendezvous_store(); }
+  ComputationModel& backend_model() override { return inner_->backend_model(); }
+  void finalize() override;
+  std::optional<int> group_rank(const Group& group) override { return inner_->group_rank(group); }
+
+  Work all_reduce(Buffer data, ReduceOp op, const Group& group) override;
+  Work all_gather(ConstBuffer in, Buffer out, const Group& group) override;
+  Work all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, const Group& group) override;
+  Work broadcast(Buffer data, int src, const Group& group) override;
+  Work barrier(const Group& group) override;
+  void all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) override;
+  void all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) override;
+  void broadcast_blocking(Buffer data, int src, const Group& group) override;
+  void barrier_blocking(const Group& group) override;
+  void monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) override;
+
+ private:
+  struct Call;  // one collective in progress: fingerprint, group, recorder entry
+  Call begin(Collective c, DType dtype, std::size_t count, std::int64_t op, std::int64_t root, const Group& group);
+  template <class Run>
+  void run_blocking(Call& call, Run run);
+  template <class Issue>
+  Work run_async(Call& call, Issue issue);
+
+  std::unique_ptr<ComputationModel> inner_;
+  std::shared_ptr<Diagnostics> diag_;
+};
+
+}  // namespace idist::core::debug
