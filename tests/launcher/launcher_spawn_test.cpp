@@ -17,9 +17,12 @@
 #include <vector>
 
 #include "idist/idist.hpp"
+#include "support/scoped_env.hpp"
 #include "launcher/process_helpers.hpp"
 
 namespace {
+
+using idist::test::ScopedEnv;
 
 using idist::test::free_tcp_port;
 using idist::test::read_text;
@@ -133,28 +136,6 @@ TEST(Spawn, FileAndTcpInitMethods) {
     std::filesystem::remove(dir.file("m1"));
   }
 }
-
-// Sets environment variables for one test and restores them afterwards.
-class ScopedEnv {
- public:
-  ScopedEnv& set(const char* name, const std::string& value) {
-    const char* old = std::getenv(name);
-    saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
-    setenv(name, value.c_str(), 1);
-    return *this;
-  }
-  ~ScopedEnv() {
-    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
-      if (it->second)
-        setenv(it->first.c_str(), it->second->c_str(), 1);
-      else
-        unsetenv(it->first.c_str());
-    }
-  }
-
- private:
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
 
 // ignite's spawn: master_addr / master_port default to MASTER_ADDR / MASTER_PORT, then 127.0.0.1:2222.
 TEST(Spawn, MasterAddressAndPortDefaultToTheEnvironment) {
