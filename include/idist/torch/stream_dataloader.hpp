@@ -34,11 +34,11 @@ concept StreamDataset = std::is_same_v<typename D::BatchRequestType, std::size_t
 }  // namespace detail
 
 /// The loader auto_dataloader returns for a stream dataset: LibTorch's StatefulDataLoader for a
-/// StatefulDataset (the epoch ends when the dataset returns no batch; call reset through a new
-/// begin()), else its StatelessDataLoader over a StreamSampler, which requests dataset.size()
-/// examples per epoch when the size is known and never stops otherwise (an endless stream: leave
-/// the loop after the steps you want, as with ignite's epoch_length). Iterate with range-for.
-/// Move-only; one iteration at a time (LibTorch's rule).
+/// StatefulDataset (the epoch ends when the dataset returns no batch; each new iteration calls the
+/// dataset's reset()), else its StatelessDataLoader over a StreamSampler, which requests
+/// dataset.size() examples per epoch when the size is known and never stops otherwise (an endless
+/// stream: leave the loop after the steps you want, as with ignite's epoch_length). Iterate with
+/// range-for. Move-only; one iteration at a time (LibTorch's rule).
 template <class Dataset>
   requires detail::StreamDataset<Dataset>
 class StreamDataLoader {
