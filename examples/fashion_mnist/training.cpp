@@ -83,6 +83,17 @@ void report_differences(const CheckpointState& saved, const Options& o) {
     fmt::print(stderr, "fashion_mnist: warning: resuming with {}; the run will differ from an uninterrupted one\n", diff);
 }
 
+// idist's device, refused with the remedy when it is a GPU this LibTorch cannot use (a CPU-only build
+// on a machine with GPUs), before anything is loaded.
+torch::Device training_device() {
+  const torch::Device device = idist::to_torch_device(idist::device());
+  if (!device.is_cuda() || torch::cuda::is_available()) return device;
+  const bool nccl = idist::backend() == std::optional<std::string>("nccl");
+  throw idist::ValueError(fmt::format("idist's device is {}, but this LibTorch has no CUDA support (a CPU-only "
+                                      "build): use a CUDA build of LibTorch{}",
+                                      device.str(), nccl ? "" : ", or hide the GPUs with CUDA_VISIBLE_DEVICES="));
+}
+
 }  // namespace
 
 void train(const Options& o) {
@@ -92,7 +103,7 @@ void train(const Options& o) {
   torch::manual_seed(o.seed);
   idist::show_config();
 
-  const torch::Device device = idist::to_torch_device(idist::device());
+  const torch::Device device = training_device();
   FashionMnist train_set(o.data_dir, FashionMnist::Mode::Train, o.limit);
   const FashionMnist test_set(o.data_dir, FashionMnist::Mode::Test);
   const std::int64_t n_train = std::int64_t(*train_set.size());
