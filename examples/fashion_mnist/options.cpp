@@ -24,8 +24,8 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   CLI::App app{"Trains a small CNN on Fashion-MNIST with idist (data-parallel over the ranks)."};
   // A repeated option takes its last value, so that wrapper scripts' defaults can be overridden.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  app.add_option("--backend", o.backend, "serial, mpi (launch with mpirun) or gloo")
-      ->check(CLI::IsMember({"serial", "mpi", "gloo"}))
+  app.add_option("--backend", o.backend, "serial, mpi (launch with mpirun), gloo or nccl (NVIDIA GPUs)")
+      ->check(CLI::IsMember({"serial", "mpi", "gloo", "nccl"}))
       ->capture_default_str();
   app.add_option("--epochs", o.epochs, "training epochs")->check(kPositive)->capture_default_str();
   app.add_option("--batch-size", o.batch_size, "global batch size, divided among the ranks")
@@ -49,7 +49,18 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   app.add_option("--timeout", o.timeout, "seconds a collective may wait before failing")
       ->check(kPositive)
       ->capture_default_str();
-  app.add_option("--nproc-per-node", o.nproc_per_node, "spawn this many worker processes (gloo only)")
+  app.add_option("--nproc-per-node", o.nproc_per_node, "spawn this many worker processes per node (gloo, nccl)")
+      ->check(kPositive);
+  app.add_option("--nnodes", o.nnodes, "number of nodes; run the same command on each with its --node-rank")
+      ->check(kPositive);
+  app.add_option("--node-rank", o.node_rank, "index of this node in [0, nnodes)")->check(CLI::NonNegativeNumber);
+  app.add_option("--master-addr", o.master_addr, "address of node 0, where rank 0 serves the rendezvous");
+  app.add_option("--master-port", o.master_port, "port of the rendezvous on node 0")->check(CLI::Range(1, 65535));
+  auto* checkpoint = app.add_option("--checkpoint-dir", o.checkpoint_dir,
+                                    "write DIR/checkpoint_<epoch>.pt after each epoch (rank 0 only)");
+  app.add_flag("--resume", o.resume, "continue from the newest checkpoint in --checkpoint-dir")->needs(checkpoint);
+  app.add_option("--stop-after-epoch", o.stop_after_epoch,
+                 "end the run after this epoch, as if interrupted (the learning-rate schedule still spans --epochs)")
       ->check(kPositive);
   try {
     app.parse(argc, argv);
@@ -58,6 +69,10 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   }
   o.lr_schedule = schedule == "linear" ? LrSchedule::Linear : LrSchedule::Constant;
   return std::nullopt;
+}
+
+bool launches_workers(const Options& o) {
+  return o.nproc_per_node || o.nnodes || o.node_rank || o.master_addr || o.master_port;
 }
 
 }  // namespace fashion_mnist

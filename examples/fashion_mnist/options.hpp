@@ -17,7 +17,7 @@ enum class LrSchedule {
 
 /// Everything the command line sets.
 struct Options {
-  std::string backend = "serial";          ///< "serial", "mpi" or "gloo"
+  std::string backend = "serial";          ///< "serial", "mpi", "gloo" or "nccl"
   int epochs = 1;                          ///< training epochs, >= 1
   std::int64_t batch_size = 64;            ///< global batch size (all ranks together), >= 1
   double lr = 0.05;                        ///< SGD learning rate
@@ -30,7 +30,19 @@ struct Options {
   double log_every = 5.0;                  ///< seconds between progress lines
   double timeout = 600.0;                  ///< seconds any collective may wait before failing
   std::optional<int> nproc_per_node;       ///< spawn this many workers (gloo launcher); unset = launched externally
+  // Several nodes (ignite's multi-node Parallel): every node runs the same command with its --node-rank.
+  std::optional<int> nnodes;               ///< number of nodes; the world is nnodes * nproc_per_node ranks
+  std::optional<int> node_rank;            ///< this node's index in [0, nnodes)
+  std::optional<std::string> master_addr;  ///< address of node 0 (its rank 0 serves the rendezvous)
+  std::optional<int> master_port;          ///< port of the rendezvous on node 0
+  // Checkpoints.
+  std::string checkpoint_dir;              ///< write checkpoint_<epoch>.pt here after each epoch (rank 0); empty = none
+  bool resume = false;                     ///< continue from the newest checkpoint in checkpoint_dir
+  int stop_after_epoch = 0;                ///< end the run after this epoch (1-based; the schedule still spans epochs); 0 = no
 };
+
+/// True when the options ask idist::Parallel to start the workers (--nproc-per-node or a multi-node flag).
+bool launches_workers(const Options& o);
 
 /// Parses argv into `out`. Returns std::nullopt when the program should go on, or the exit code
 /// to return (0 after --help, non-zero after a bad argument, which is reported on stderr).

@@ -1,6 +1,7 @@
 #include "progress.hpp"
 
 #include <cmath>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -16,9 +17,10 @@ std::string format_duration(double seconds) {
 
 }  // namespace
 
-Progress::Progress(int epochs, std::int64_t steps_per_epoch, std::int64_t images_per_step,
+Progress::Progress(int epochs, int first_epoch, std::int64_t steps_per_epoch, std::int64_t images_per_step,
                    std::chrono::milliseconds interval, bool enabled, std::FILE* out)
     : epochs_(epochs),
+      first_epoch_(first_epoch),
       steps_per_epoch_(steps_per_epoch),
       images_per_step_(images_per_step),
       interval_(interval),
@@ -28,15 +30,15 @@ Progress::Progress(int epochs, std::int64_t steps_per_epoch, std::int64_t images
 void Progress::start_epoch(int epoch) {
   epoch_ = epoch;
   epoch_start_ = last_print_ = Clock::now();
-  loss_sum_ = 0;
-  loss_count_ = 0;
+  window_ = {};
+  epoch_totals_ = {};
 }
 
-void Progress::step(std::int64_t step, double loss) {
+void Progress::step(std::int64_t step, const Totals& global, bool print_now) {
   ++steps_done_;
-  loss_sum_ += loss;
-  ++loss_count_;
-  if (step == steps_per_epoch_ || Clock::now() - last_print_ >= interval_) print(step);
+  window_ += global;
+  epoch_totals_ += global;
+  if (print_now || step == steps_per_epoch_) print(step);
 }
 
 void Progress::end_epoch() { trained_ += Clock::now() - epoch_start_; }
@@ -46,17 +48,16 @@ double Progress::train_seconds() const { return std::chrono::duration<double>(tr
 void Progress::print(std::int64_t step) {
   const auto now = Clock::now();
   last_print_ = now;
+  const Totals window = std::exchange(window_, Totals{});
   if (!enabled_) return;
   const double elapsed = std::chrono::duration<double>(trained_ + (now - epoch_start_)).count();
   const double rate = elapsed > 0 ? double(images_done()) / elapsed : 0.0;
-  const std::int64_t steps_left = std::int64_t(epochs_) * steps_per_epoch_ - steps_done_;
+  const std::int64_t steps_left = std::int64_t(epochs_ - first_epoch_ + 1) * steps_per_epoch_ - steps_done_;
   const double eta = rate > 0 ? double(steps_left * images_per_step_) / rate : NAN;
   const int width = int(fmt::formatted_size("{}", steps_per_epoch_));
-  fmt::print(out_, "epoch {}/{}  step {:>{}}/{}  loss {:.4f}  {:.0f} img/s  ETA {}\n", epoch_, epochs_, step, width,
-             steps_per_epoch_, loss_count_ > 0 ? loss_sum_ / double(loss_count_) : NAN, rate, format_duration(eta));
+  fmt::print(out_, "epoch {}/{}  step {:>{}}/{}  loss {:.4f}  acc {:.4f}  {:.0f} img/s  ETA {}\n", epoch_, epochs_, step,
+             width, steps_per_epoch_, window.mean_loss(), window.accuracy(), rate, format_duration(eta));
   std::fflush(out_);
-  loss_sum_ = 0;
-  loss_count_ = 0;
 }
 
 }  // namespace fashion_mnist

@@ -1,39 +1,50 @@
 #pragma once
-// Rank 0's progress report: a line every few seconds (not one per step) with epoch, step, loss,
-// throughput and the estimated time left.
+// Rank 0's progress report: a line every few seconds (not one per step) with epoch, step, loss and
+// accuracy over all ranks, throughput and the estimated time left.
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 
+#include "metrics.hpp"
+
 namespace fashion_mnist {
 
 /// Prints progress lines to `out`:
-///   epoch 1/1  step  312/938  loss 0.5123  1843 img/s  ETA 0:22
-/// The loss is the mean over the steps since the previous line; img/s counts the images of all ranks.
+///   epoch 1/1  step  312/938  loss 0.5123  acc 0.8170  1843 img/s  ETA 0:22
+/// Loss and accuracy are over the examples of all ranks since the previous line; img/s counts the
+/// images of all ranks. Every rank keeps the same totals (they come from one all_reduce per step);
+/// only an enabled Progress (rank 0) prints.
 class Progress {
  public:
   using Clock = std::chrono::steady_clock;
 
-  /// `steps_per_epoch` steps of `images_per_step` images (all ranks together) for `epochs` epochs;
-  /// a line at most every `interval` (and always at the end of an epoch). `enabled` false prints nothing.
-  Progress(int epochs, std::int64_t steps_per_epoch, std::int64_t images_per_step, std::chrono::milliseconds interval,
-           bool enabled, std::FILE* out = stderr);
+  /// `steps_per_epoch` steps of `images_per_step` images (all ranks together) for epochs `first_epoch`
+  /// to `epochs` (1-based; a resumed run starts after 1); a line at most every `interval` (and always
+  /// at the end of an epoch). `enabled` false prints nothing.
+  Progress(int epochs, int first_epoch, std::int64_t steps_per_epoch, std::int64_t images_per_step,
+           std::chrono::milliseconds interval, bool enabled, std::FILE* out = stderr);
 
   /// Starts (or resumes) the clock at the beginning of epoch `epoch` (1-based).
   void start_epoch(int epoch);
-  /// Records step `step` (1-based within the epoch) and its loss; prints when a line is due.
-  void step(std::int64_t step, double loss);
+  /// Whether a line is due by the clock (rank 0's answer is the one every rank follows; see reduce_step).
+  bool due() const { return Clock::now() - last_print_ >= interval_; }
+  /// Records step `step` (1-based within the epoch) with the step's totals over all ranks; prints
+  /// when `print` (rank 0's due(), agreed by every rank) or at the end of the epoch.
+  void step(std::int64_t step, const Totals& global, bool print);
   /// Stops the clock at the end of an epoch (evaluation time is then not counted).
   void end_epoch();
   /// Training seconds so far (the sum over epochs).
   double train_seconds() const;
   /// Images trained on so far by all ranks.
   std::int64_t images_done() const { return steps_done_ * images_per_step_; }
+  /// Totals of the current (or last finished) epoch over all ranks.
+  const Totals& epoch_totals() const { return epoch_totals_; }
 
  private:
   void print(std::int64_t step);
 
   int epochs_;
+  int first_epoch_;
   std::int64_t steps_per_epoch_;
   std::int64_t images_per_step_;
   std::chrono::milliseconds interval_;
@@ -44,8 +55,8 @@ class Progress {
   Clock::duration trained_{};    // finished epochs
   Clock::time_point epoch_start_{};
   Clock::time_point last_print_{};
-  double loss_sum_ = 0;
-  std::int64_t loss_count_ = 0;
+  Totals window_;        // since the previous line
+  Totals epoch_totals_;  // since the start of the epoch
 };
 
 }  // namespace fashion_mnist

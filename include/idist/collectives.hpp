@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <span>
@@ -328,6 +329,22 @@ inline std::string broadcast(const char* value, int src = 0) { return broadcast(
 /// @throws ValueError as for the numeric safe-mode broadcast.
 std::string broadcast(std::optional<std::string> value, int src, bool safe_mode);
 
+/// Returns rank `src`'s path on every rank, byte for byte (its native() string; any length).
+/// Mirrors ignite.distributed.broadcast on a pathlib.Path.
+/// @throws ValueError when src is outside [0, world size).
+std::filesystem::path broadcast(const std::filesystem::path& value, int src = 0);
+
+/// Safe-mode path broadcast: ranks other than `src` may pass std::nullopt.
+/// @throws ValueError as for the numeric safe-mode broadcast.
+std::filesystem::path broadcast(std::optional<std::filesystem::path> value, int src, bool safe_mode);
+
+/// Returns rank `src`'s byte blob on every rank (any length; what other ranks pass is ignored, and
+/// they may pass an empty span). The C++ counterpart of ignite's broadcast of an arbitrary picklable
+/// object, beside all_gather_object: serialize on the source, deserialize the result everywhere.
+/// Serial: a copy of `blob`.
+/// @throws ValueError when src is outside [0, world size); TimeoutError after the timeout.
+std::vector<std::byte> broadcast_object(std::span<const std::byte> blob, int src = 0);
+
 // ---------------------------------------------------------------------------------------------
 // barrier and groups
 
@@ -339,8 +356,11 @@ void barrier(const Group& group = {});
 Work barrier_async(const Group& group = {});
 
 /// Creates a process group of `ranks` (every rank of the world must call it, with the same list).
-/// Mirrors ignite.distributed.new_group.
-/// @throws ValueError for an empty list, a duplicate, or a rank outside [0, world size).
+/// Mirrors ignite.distributed.new_group. Serial: an empty list is accepted and returned as given
+/// (ignite's serial model returns the list; Group{} is the world of one rank, so collectives on it
+/// return their input), which keeps `new_group(ranks 1 .. world size - 1)` valid at world size 1.
+/// @throws ValueError for a duplicate, a rank outside [0, world size), or an empty list when a
+///         backend is initialized.
 Group new_group(std::vector<int> ranks);
 
 }  // namespace idist

@@ -89,9 +89,26 @@ Device device();
 /// This host's name. Mirrors ignite.distributed.hostname.
 std::string hostname();
 
-/// Hints the local rank when the context was created outside idist (torchrun without LOCAL_RANK,
-/// a user's own MPI_Init). Mirrors ignite.distributed.set_local_rank.
+/// Hints this process's local rank. Mirrors ignite.distributed.set_local_rank: the hint is kept for
+/// the rest of the process (ignite's ComputationModel._ext_local_rank), so it may be given before the
+/// context exists:
+/// - a context created outside idist (the program's own MPI_Init) takes it when adopted, in place
+///   of the measured local rank; a context already current takes it at once;
+/// - initialize("gloo" / "nccl") uses it when the environment gives no local rank (explicit ranks
+///   without LOCAL_RANK, PMI without MPI_LOCALRANKID), instead of guessing from host names;
+///   InitOptions::local_rank and the launcher's variables (LOCAL_RANK, SLURM_LOCALID, ...) win;
+/// - initialize("mpi") measures the local rank exactly and ignores it; the serial model stays at 0.
+/// @throws ValueError for a negative local_rank; at initialize(), ValueError when the hint is not
+///         below the world size.
 void set_local_rank(int local_rank);
+
+/// True when this build has a native distributed backend (gloo, mpi or nccl), i.e. when
+/// available_backends() is not empty. Mirrors ignite.distributed.has_native_dist_support.
+bool has_native_dist_support();
+/// Always false: idist has no XLA / TPU backend. Mirrors ignite.distributed.has_xla_support.
+bool has_xla_support();
+/// Always false: idist has no Horovod backend. Mirrors ignite.distributed.has_hvd_support.
+bool has_hvd_support();
 
 /// Logs the configuration on rank 0 (distributed configuration, backend, device, hostname, world
 /// size, rank, local rank, num processes per_node, num nodes, node rank), one line each, to stderr,

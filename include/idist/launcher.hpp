@@ -32,10 +32,12 @@
 #include <string_view>
 #include <tuple>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 
 #include "idist/context.hpp"
 #include "idist/error.hpp"
+#include "idist/logging.hpp"
 
 namespace idist {
 
@@ -48,11 +50,12 @@ struct SpawnOptions {
   int nnodes = 1;
   /// Index of this node in [0, nnodes); worker i of this node gets rank node_rank * nproc_per_node + i.
   int node_rank = 0;
-  /// Address of node 0 (rank 0 serves the rendezvous store there). Defaults to 127.0.0.1; required
-  /// when nnodes > 1 with the "env://" init method.
+  /// Address of node 0 (rank 0 serves the rendezvous store there) for the "env://" init method.
+  /// Unset: the MASTER_ADDR environment variable, else 127.0.0.1 (ignite's spawn defaults).
   std::optional<std::string> master_addr;
-  /// Port of the rendezvous store on the master (ignite's default 2222).
-  int master_port = 2222;
+  /// Port of the rendezvous store on node 0 for "env://". Unset: the MASTER_PORT environment
+  /// variable, else 2222 (ignite's spawn defaults).
+  std::optional<int> master_port;
   /// "env://" (default: MASTER_ADDR / MASTER_PORT as above), "tcp://host:port" or "file:///path".
   std::string init_method = "env://";
   /// InitOptions::timeout of every worker: bounds the rendezvous and each collective.
@@ -71,9 +74,10 @@ struct ParallelOptions {
   std::optional<int> nnodes;
   /// This node's index; required when nnodes > 1.
   std::optional<int> node_rank;
-  /// Address of node 0; required (or init_method) when nnodes > 1.
+  /// Address of node 0; with nnodes > 1, this and master_port, or init_method, must be given (ignite's
+  /// rule). Unset when spawning: MASTER_ADDR, else 127.0.0.1 (see SpawnOptions).
   std::optional<std::string> master_addr;
-  /// Port on node 0; required (or init_method) when nnodes > 1.
+  /// Port on node 0 (see master_addr). Unset when spawning: MASTER_PORT, else 2222.
   std::optional<int> master_port;
   /// "env://", "tcp://host:port" or "file:///path"; unset: "env://".
   std::optional<std::string> init_method;
@@ -100,6 +104,17 @@ namespace detail {
 
 /// Checks spawn's arguments as ignite does. @throws ValueError (see spawn()).
 void check_spawn_options(std::string_view backend, const SpawnOptions& opts);
+
+/// `opts` with master_addr and master_port filled as ignite's spawn does for "env://": the given
+/// value, else the MASTER_ADDR / MASTER_PORT environment variables, else 127.0.0.1 / 2222.
+/// @throws ValueError when MASTER_PORT is not an integer.
+SpawnOptions with_master_defaults(SpawnOptions opts);
+
+/// The readable name of a C++ type (abi::__cxa_demangle), for log lines and failure reports.
+std::string demangled_name(const std::type_info& type);
+
+/// The name of ignite's Parallel logger, for log_info(): "distributed.launcher.Parallel".
+inline constexpr std::string_view kParallelLogger = "distributed.launcher.Parallel";
 
 /// Forks opts.nproc_per_node workers; worker i sets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR,
 /// MASTER_PORT (and OMP_NUM_THREADS unless set), initializes `backend`, runs task(i), finalizes and
@@ -135,11 +150,14 @@ void spawn_with(std::string_view backend, Fn& fn, Tuple& args, const SpawnOption
 ///
 /// The last argument is taken as the SpawnOptions when it is one. See the file comment for how
 /// workers are created (fork) and what that implies.
+/// The master address and port default to MASTER_ADDR / MASTER_PORT, then 127.0.0.1 / 2222, as in
+/// ignite's spawn (so two launches with node_rank 0 and 1 on one machine form one world, as in
+/// ignite's tests).
 /// @throws ValueError for an unknown backend ("Backend should be one of ..."), for "mpi" (spawning
 ///         is not possible: launch with mpirun), for nproc_per_node / nnodes < 1, node_rank outside
-///         [0, nnodes), nnodes > 1 without master_addr (env://), or when a backend is already
-///         initialized in this process; SpawnError when a worker fails (its rank and exception text,
-///         exit status or signal).
+///         [0, nnodes), a master port outside [1, 65535] or a MASTER_PORT that is not a number, or
+///         when a backend is already initialized in this process; SpawnError when a worker fails
+///         (its rank and exception text, exit status or signal).
 template <class Fn, class... Args>
 void spawn(std::string_view backend, Fn&& fn, Args&&... args) {
   auto all = std::forward_as_tuple(std::forward<Args>(args)...);
@@ -171,7 +189,9 @@ void spawn(std::string_view backend, Fn&& fn, const SpawnOptions& opts) {
 ///     parallel.run(training, config);
 class Parallel {
  public:
-  /// Checks the arguments as ignite does and, when not spawning, initializes `backend`.
+  /// Checks the arguments as ignite does and, when not spawning, initializes `backend`. Logs on rank 0
+  /// as ignite's Parallel.__enter__ does: "Initialized processing group with backend: '<b>'", or,
+  /// when spawning, "Initialized distributed launcher with backend: '<b>'" and the spawn parameters.
   /// @throws ValueError: "Unknown backend '<b>'. Available backends: ...", "If backend is None,
   ///         argument '<name>' should be also None, but given <value>", "Argument nproc_per_node
   ///         should positive, but given <n>", "Argument nnodes should positive, ...", "If number of
@@ -180,21 +200,29 @@ class Parallel {
   ///         arguments master_addr and master_port or init_method should be specified, ...";
   ///         whatever initialize() throws.
   explicit Parallel(std::optional<std::string> backend = std::nullopt, ParallelOptions opts = {});
-  /// Finalizes the backend when the constructor initialized it (errors are reported on stderr).
+  /// Finalizes the backend when the constructor initialized it, after logging "Finalized processing
+  /// group with backend: '<b>'" on rank 0 (errors are reported on stderr).
   ~Parallel();
   Parallel(const Parallel&) = delete;
   Parallel& operator=(const Parallel&) = delete;
 
   /// Runs fn(local_rank, args...) in the distributed context: in spawned workers, or here.
-  /// Mirrors ignite's Parallel.run. @throws SpawnError when a spawned worker fails; what fn throws.
+  /// Mirrors ignite's Parallel.run, including its log lines on rank 0 ("Spawn function '<fn>' in N
+  /// processes" or "- Run '<fn>' in N processes", then "End of run"; see log_info()).
+  /// @throws SpawnError when a spawned worker fails; what fn throws.
   template <class Fn, class... Args>
   void run(Fn&& fn, Args&&... args) {
+    const std::string name = detail::demangled_name(typeid(fn));
     if (spawn_) {
+      log_info(detail::kParallelLogger,
+               "Spawn function '" + name + "' in " + std::to_string(spawn_->nproc_per_node) + " processes");
       auto all = std::forward_as_tuple(std::forward<Args>(args)...);
       detail::spawn_with(*backend_, fn, all, *spawn_, std::index_sequence_for<Args...>{});
     } else {
+      log_info(detail::kParallelLogger, "- Run '" + name + "' in " + std::to_string(get_world_size()) + " processes");
       std::invoke(std::forward<Fn>(fn), backend_ ? get_local_rank() : 0, std::forward<Args>(args)...);
     }
+    log_info(detail::kParallelLogger, "End of run");
   }
 
   /// The backend given (std::nullopt for serial).

@@ -2,7 +2,8 @@
 /// @file
 /// The LibTorch layer of idist (header-only; CMake target idist::torch): tensor collectives,
 /// auto_model (DistributedDataParallel-style gradient averaging) with no_sync, auto_optim,
-/// auto_dataloader, DistributedSampler, DistributedProxySampler and WeightedRandomSampler.
+/// auto_dataloader (map-style and stream datasets), DistributedSampler, DistributedProxySampler and
+/// WeightedRandomSampler.
 /// Included by idist/idist.hpp when <torch/torch.h> is on the include path.
 
 #include <torch/torch.h>

@@ -111,6 +111,25 @@ std::string broadcast(std::optional<std::string> value, int src, bool safe_mode)
   return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
+std::filesystem::path broadcast(const std::filesystem::path& value, int src) {
+  return broadcast(std::optional<std::filesystem::path>(value), src, false);
+}
+
+std::filesystem::path broadcast(std::optional<std::filesystem::path> value, int src, bool safe_mode) {
+  std::optional<std::string> text;
+  if (value) text = value->native();
+  return std::filesystem::path(broadcast(std::move(text), src, safe_mode));
+}
+
+std::vector<std::byte> broadcast_object(std::span<const std::byte> blob, int src) {
+  ComputationModel& m = current_model();
+  detail::check_src(m, src, "broadcast_object");
+  std::vector<std::byte> bytes;
+  if (m.rank() == src) bytes.assign(blob.begin(), blob.end());
+  detail::broadcast_bytes(bytes, true, src, "broadcast_object");
+  return bytes;
+}
+
 Work barrier_async(const Group& group) {
   ComputationModel& m = current_model();
   if (!m.group_rank(group)) return Work{};
@@ -123,7 +142,10 @@ void barrier(const Group& group) {
 }
 
 Group new_group(std::vector<int> ranks) {
-  if (ranks.empty()) throw ValueError("new_group: ranks should be a non-empty list of world ranks, but given []");
+  if (ranks.empty()) {
+    if (!current_model().backend()) return Group{};  // ignite's serial new_group([]) == []
+    throw ValueError("new_group: ranks should be a non-empty list of world ranks, but given []");
+  }
   Group group(std::move(ranks));
   current_model().group_rank(group);  // validates and creates the communicator on every rank
   return group;

@@ -8,8 +8,10 @@
 #include <memory>
 
 #include "core/debug/debug_model.hpp"
+#include "core/local_rank_hint.hpp"
 #include "core/registry.hpp"
 #include "idist/error.hpp"
+#include "idist/logging.hpp"
 #include "serial/serial_model.hpp"
 
 namespace idist {
@@ -22,6 +24,9 @@ struct ContextState {
   // ignite's _need_to_sync: while serial and not explicitly initialized, every query first looks for
   // a context created outside idist (e.g. the program's own MPI_Init) and adopts it.
   bool need_to_sync = true;
+  // ignite's ComputationModel._ext_local_rank: set_local_rank() while serial keeps the hint for the
+  // context adopted or initialized later; it lives as long as the process, as in ignite.
+  std::optional<int> local_rank_hint;
 };
 
 ContextState& state() {
@@ -33,6 +38,7 @@ bool try_adopt() {
   for (const auto& entry : core::backends()) {
     if (!entry.adopt) continue;
     if (auto model = entry.adopt()) {
+      if (state().local_rank_hint) model->set_local_rank(*state().local_rank_hint);
       state().model = core::debug::wrap(std::move(model), core::debug::read_settings(std::nullopt));
       state().serial = false;
       return true;
@@ -48,6 +54,10 @@ std::string available_list() {
 }
 
 }  // namespace
+
+namespace core {
+std::optional<int> local_rank_hint() { return state().local_rank_hint; }
+}  // namespace core
 
 ComputationModel& current_model() {
   ContextState& s = state();
@@ -114,14 +124,18 @@ std::string hostname() {
 
 void set_local_rank(int local_rank) {
   if (local_rank < 0) throw ValueError("set_local_rank: local_rank must be >= 0, got " + std::to_string(local_rank));
-  current_model().set_local_rank(local_rank);
+  state().local_rank_hint = local_rank;
+  current_model().set_local_rank(local_rank);  // the serial model ignores it; a live context takes it now
 }
+
+bool has_native_dist_support() { return !core::backends().empty(); }
+bool has_xla_support() { return false; }
+bool has_hvd_support() { return false; }
 
 void show_config() {
   ComputationModel& m = current_model();
-  if (m.rank() != 0) return;
   const auto line = [](std::string_view key, const std::string& value) {
-    fmt::print(stderr, "idist.distributed INFO: {}: {}\n", key, value);
+    log_info("distributed", fmt::format("{}: {}", key, value));
   };
   line("distributed configuration", m.model_name());
   line("backend", m.backend().value_or("None"));

@@ -3,6 +3,7 @@
 #include "launcher/argument_checks.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace idist {
 
@@ -39,9 +40,11 @@ void check_counts(int nproc_per_node, int nnodes, int node_rank) {
                      std::to_string(node_rank));
 }
 
+// Parallel's rule (ignite's _setup_spawn_params): several nodes need the master's address and port, or
+// an init_method; an explicit "env://" counts, its address and port then coming from the environment.
 void check_multi_node_master(int nnodes, const std::optional<std::string>& master_addr,
                              const std::optional<int>& master_port, const std::optional<std::string>& init_method) {
-  const bool rendezvous_given = (master_addr && master_port) || (init_method && *init_method != "env://");
+  const bool rendezvous_given = (master_addr && master_port) || init_method;
   if (nnodes > 1 && !rendezvous_given)
     throw ValueError(
         "If number of nodes larger than one, arguments master_addr and master_port or init_method should be "
@@ -66,7 +69,7 @@ SpawnOptions setup_spawn_params(std::string_view backend, const ParallelOptions&
   s.nnodes = nnodes;
   s.node_rank = node_rank;
   s.master_addr = opts.master_addr;
-  if (opts.master_port) s.master_port = *opts.master_port;
+  s.master_port = opts.master_port;
   if (opts.init_method) s.init_method = *opts.init_method;
   if (opts.timeout) s.timeout = *opts.timeout;
   detail::check_spawn_options(backend, s);
@@ -87,12 +90,32 @@ void check_spawn_options(std::string_view backend, const SpawnOptions& opts) {
     throw ValueError("Backend should be one of " + launcher::quoted_backends() + ", but given '" +
                      std::string(backend) + "'");
   launcher::check_counts(opts.nproc_per_node, opts.nnodes, opts.node_rank);
-  launcher::check_multi_node_master(opts.nnodes, opts.master_addr, std::optional<int>(opts.master_port),
-                                    std::optional<std::string>(opts.init_method));
-  if (opts.master_port < 1 || opts.master_port > 65535)
-    throw ValueError("Argument master_port should be between 1 and 65535, but given " + std::to_string(opts.master_port));
+  if (opts.master_port && (*opts.master_port < 1 || *opts.master_port > 65535))
+    throw ValueError("Argument master_port should be between 1 and 65535, but given " +
+                     std::to_string(*opts.master_port));
   if (opts.timeout.count() <= 0)
     throw ValueError("Argument timeout should be positive, but given " + std::to_string(opts.timeout.count()) + " ms");
+}
+
+SpawnOptions with_master_defaults(SpawnOptions opts) {
+  if (!opts.master_addr) {
+    const char* addr = std::getenv("MASTER_ADDR");
+    opts.master_addr = addr && *addr ? addr : "127.0.0.1";
+  }
+  if (!opts.master_port) {
+    const char* port = std::getenv("MASTER_PORT");
+    if (!port || !*port) {
+      opts.master_port = 2222;
+    } else {
+      char* end = nullptr;
+      const long value = std::strtol(port, &end, 10);
+      if (*end != '\0' || value < 1 || value > 65535)
+        throw ValueError(std::string("spawn: the environment variable MASTER_PORT should be a port in [1, 65535], "
+                                     "but given '") + port + "'");
+      opts.master_port = int(value);
+    }
+  }
+  return opts;
 }
 
 }  // namespace detail

@@ -119,8 +119,9 @@ std::string describe(const Child& c, int nproc) {
 
 }  // namespace
 
-void spawn_workers(std::string_view backend, const std::function<void(int)>& task, const SpawnOptions& opts) {
-  check_spawn_options(backend, opts);
+void spawn_workers(std::string_view backend, const std::function<void(int)>& task, const SpawnOptions& given) {
+  check_spawn_options(backend, given);
+  const SpawnOptions opts = with_master_defaults(given);
   if (idist::backend())
     throw ValueError("spawn: the " + *idist::backend() +
                      " backend is already initialized in this process; spawn workers from a serial process "
@@ -131,8 +132,8 @@ void spawn_workers(std::string_view backend, const std::function<void(int)>& tas
   plan.world_size = opts.nnodes * opts.nproc_per_node;
   plan.nproc_per_node = opts.nproc_per_node;
   plan.node_rank = opts.node_rank;
-  plan.master_addr = opts.master_addr.value_or("127.0.0.1");
-  plan.master_port = opts.master_port;
+  plan.master_addr = *opts.master_addr;
+  plan.master_port = *opts.master_port;
   plan.init_method = opts.init_method;
   plan.timeout = opts.timeout;
 

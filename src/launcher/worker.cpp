@@ -1,7 +1,6 @@
 // The worker side of spawn(): environment, initialize, run, finalize, report, _exit.
 #include "launcher/worker.hpp"
 
-#include <cxxabi.h>
 #include <dlfcn.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -16,16 +15,11 @@
 #include <typeinfo>
 
 #include "idist/context.hpp"
+#include "idist/launcher.hpp"
 
 namespace idist::launcher {
 
 namespace {
-
-std::string demangle(const char* name) {
-  int status = 0;
-  std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
-  return status == 0 && out ? out.get() : name;
-}
 
 void write_report(int fd, const std::string& text) {
   const std::string clipped = text.size() > kMaxReportBytes ? text.substr(0, kMaxReportBytes) : text;
@@ -89,7 +83,7 @@ void run_worker(const WorkerPlan& plan, const std::function<void(int)>& task, in
     task(plan.local_rank);
     finalize();
   } catch (const std::exception& e) {
-    write_report(report_fd, demangle(typeid(e).name()) + ": " + e.what());
+    write_report(report_fd, detail::demangled_name(typeid(e)) + ": " + e.what());
     code = 1;
   } catch (...) {
     write_report(report_fd, "an exception that is not a std::exception");

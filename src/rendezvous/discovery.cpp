@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/local_rank_hint.hpp"
 #include "idist/error.hpp"
 #include "rendezvous/env_parse.hpp"
 #include "rendezvous/init_method.hpp"
@@ -82,9 +83,9 @@ void set_nproc_per_node(WorldInfo& info, int nproc) {
   info.topology_exact = true;
 }
 
-WorldInfo discover(const InitOptions& opts) { return discover(opts, current_environ()); }
+WorldInfo discover(const InitOptions& opts) { return discover(opts, current_environ(), core::local_rank_hint()); }
 
-WorldInfo discover(const InitOptions& opts, const Environ& env) {
+WorldInfo discover(const InitOptions& opts, const Environ& env, std::optional<int> local_rank_hint) {
   const auto method = detail::parse_init_method(opts.init_method);
   WorldInfo info;
   if (const auto addr = lookup(env, "MASTER_ADDR"); addr && !addr->empty()) info.master_addr = *addr;
@@ -151,6 +152,15 @@ WorldInfo discover(const InitOptions& opts, const Environ& env) {
       throw ValueError(fmt::format("local_rank should be smaller than the {} processes per node, got {}",
                                    info.nproc_per_node, opts.local_rank));
     info.local_rank = opts.local_rank;
+    info.local_rank_known = true;
+  }
+
+  // ignite's order for a missing local rank: LOCAL_RANK, then the set_local_rank() hint, then host names.
+  if (!info.local_rank_known && local_rank_hint && info.world_size > 1) {
+    if (*local_rank_hint >= info.world_size)
+      throw ValueError(fmt::format("set_local_rank: the local rank hint {} should be in [0, {}) (the world size)",
+                                   *local_rank_hint, info.world_size));
+    info.local_rank = *local_rank_hint;
     info.local_rank_known = true;
   }
 

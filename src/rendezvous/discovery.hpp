@@ -26,13 +26,15 @@
 /// every rank's local rank, so discover() fills them exactly only when it can (a single process,
 /// LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS); otherwise `topology_exact` is false and
 /// the backend calls exchange_topology() once its store is open. Where a source gives no local rank
-/// (explicit options without one, PMI without MPI_LOCALRANKID, Open MPI without its local rank),
-/// exchange_topology() derives local and node ranks from the host names, as ignite's
-/// _compute_local_rank_via_hostname does (ranks of one host must be contiguous).
+/// (explicit options without one, PMI without MPI_LOCALRANKID, Open MPI without its local rank), the
+/// hint of idist::set_local_rank() is taken; without one, exchange_topology() derives local and node
+/// ranks from the host names, as ignite's _compute_local_rank_via_hostname does (ranks of one host
+/// must be contiguous).
 
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,8 +79,10 @@ struct WorldInfo {
 ///         (naming the missing ones), SLURM variables missing or inconsistent with torchrun variables, a bad
 ///         SLURM_JOB_NODELIST, an unknown init_method scheme or a malformed "tcp://host:port".
 WorldInfo discover(const InitOptions& opts);
-/// discover() on a given environment (tests, or a launcher preparing a worker's environment).
-WorldInfo discover(const InitOptions& opts, const Environ& env);
+/// discover() on a given environment (tests, or a launcher preparing a worker's environment), with the
+/// hint of idist::set_local_rank(): used when no source gives a local rank, before exchange_topology()
+/// would guess it from host names.
+WorldInfo discover(const InitOptions& opts, const Environ& env, std::optional<int> local_rank_hint = std::nullopt);
 
 /// Expands a SLURM compressed host list: "node[18-19,1-16,21-22]" -> node1..node16, node18, node19,
 /// node21, node22 (each bracket's numbers sorted and de-duplicated, leading zeros kept as in

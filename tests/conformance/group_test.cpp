@@ -159,7 +159,11 @@ TEST_F(Groups, SingleRankGroups) {
 
 TEST_F(Groups, BadRankListsAreValueErrorsOnEveryRank) {
   const int ws = world();
-  expect_value_error_on_every_rank([] { idist::new_group({}); });
+  if (idist::backend()) {
+    expect_value_error_on_every_rank([] { idist::new_group({}); });
+  } else {
+    EXPECT_TRUE(idist::new_group({}).ranks().empty());  // ignite's serial new_group returns the list
+  }
   expect_value_error_on_every_rank([] { idist::new_group({0, 0}); }, "distinct");
   expect_value_error_on_every_rank([&] { idist::new_group({ws}); }, std::to_string(ws));
   expect_value_error_on_every_rank([] { idist::new_group({-1}); }, "-1");

@@ -1,11 +1,13 @@
 # Runs the fashion_mnist example and checks its outcome (ctest driver, `cmake -P`).
 #   -DCOMMAND=<;-list>       the command line (e.g. mpirun ... fashion_mnist --backend mpi --limit 3000)
-#   -DEXPECT=json|error      json: exit 0 and a final JSON line; error: a non-zero exit
+#   -DEXPECT=json|error      json: exit 0 and a final JSON line (train_loss, train_accuracy and
+#                            test_accuracy plausible); error: a non-zero exit
 #   -DWORLD_SIZE=<n>         (json) expected "world_size"
 #   -DMIN_ACCURACY=<x>       (json) "test_accuracy" must exceed this
 #   -DTRAIN_IMAGES=<n>       (json) expected "train_images"
 #   -DERROR_REGEX=<regex>    (error) the output must match it
 cmake_minimum_required(VERSION 3.22)
+include(${CMAKE_CURRENT_LIST_DIR}/json_report.cmake)
 # add_test hands the list over with its separators escaped (\;): make it a list again.
 string(REPLACE "\\;" ";" COMMAND "${COMMAND}")
 execute_process(COMMAND ${COMMAND} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -25,19 +27,9 @@ endif()
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "the example exited with ${rc}")
 endif()
-# The JSON line is the last line of stdout starting with '{'.
-string(REGEX MATCHALL "{[^\n]*}" lines "${out}")
-list(LENGTH lines n)
-if(n EQUAL 0)
-  message(FATAL_ERROR "no JSON line on stdout")
-endif()
-list(GET lines -1 json)
-foreach(key world_size epochs train_seconds images_per_s test_accuracy train_images)
-  string(JSON value ERROR_VARIABLE json_err GET "${json}" ${key})
-  if(json_err)
-    message(FATAL_ERROR "JSON line lacks \"${key}\": ${json}")
-  endif()
-  set(v_${key} "${value}")
+example_json(json "${out}")
+foreach(key world_size epochs train_seconds images_per_s test_accuracy train_images train_loss train_accuracy)
+  example_json_get(v_${key} "${json}" ${key})
 endforeach()
 if(DEFINED WORLD_SIZE AND NOT v_world_size EQUAL WORLD_SIZE)
   message(FATAL_ERROR "world_size is ${v_world_size}, expected ${WORLD_SIZE}")
@@ -48,13 +40,20 @@ endif()
 if(NOT v_train_seconds GREATER 0 OR NOT v_images_per_s GREATER 0)
   message(FATAL_ERROR "train_seconds (${v_train_seconds}) and images_per_s (${v_images_per_s}) must be positive")
 endif()
-if(v_test_accuracy GREATER 1)
-  message(FATAL_ERROR "test_accuracy ${v_test_accuracy} is not a fraction")
+foreach(key test_accuracy train_accuracy)
+  if(NOT v_${key} GREATER_EQUAL 0 OR v_${key} GREATER 1)
+    message(FATAL_ERROR "${key} ${v_${key}} is not a fraction")
+  endif()
+endforeach()
+if(NOT v_train_loss GREATER 0)
+  message(FATAL_ERROR "train_loss ${v_train_loss} is not positive")
 endif()
 if(DEFINED MIN_ACCURACY AND NOT v_test_accuracy GREATER MIN_ACCURACY)
   message(FATAL_ERROR "test_accuracy ${v_test_accuracy} is not above ${MIN_ACCURACY}")
 endif()
 # Only rank 0 reports: exactly one JSON line.
+string(REGEX MATCHALL "{[^\n]*}" lines "${out}")
+list(LENGTH lines n)
 if(NOT n EQUAL 1)
   message(FATAL_ERROR "${n} JSON lines on stdout, expected 1 (rank 0 only)")
 endif()

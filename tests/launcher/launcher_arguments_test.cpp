@@ -52,11 +52,6 @@ TEST(SpawnArguments, NodeRankInRange) {
                      "Argument node_rank should be between 0 and 0, but given -1");
 }
 
-TEST(SpawnArguments, MultiNodeNeedsMaster) {
-  expect_value_error([] { idist::spawn("gloo", noop, {.nnodes = 2, .node_rank = 1}); },
-                     "If number of nodes larger than one, arguments master_addr and master_port or init_method "
-                     "should be specified, but given master_addr=None, master_port=2222 and init_method=env://");
-}
 
 TEST(SpawnArguments, MasterPortInRange) {
   expect_value_error([] { idist::spawn("gloo", noop, {.master_port = 70000}); },
@@ -128,6 +123,16 @@ TEST(ParallelArguments, MultiNodeNeedsMasterAddressAndPort) {
                      "master_addr=a, master_port=None and init_method=None.");
 }
 
+// ignite accepts several nodes when init_method is given, "env://" included (the master's address and
+// port then come from MASTER_ADDR / MASTER_PORT, or 127.0.0.1:2222).
+TEST(ParallelArguments, MultiNodeWithAnInitMethodNeedsNoMasterAddress) {
+  idist::Parallel p("gloo", {.nproc_per_node = 1, .nnodes = 2, .node_rank = 1, .init_method = "env://"});
+  ASSERT_TRUE(p.spawn_options().has_value());
+  EXPECT_EQ(p.spawn_options()->nnodes, 2);
+  EXPECT_FALSE(p.spawn_options()->master_addr.has_value());
+  EXPECT_FALSE(p.spawn_options()->master_port.has_value());
+}
+
 TEST(ParallelArguments, MpiWithNprocPerNode) {
   const auto names = idist::available_backends();
   if (std::find(names.begin(), names.end(), "mpi") == names.end()) GTEST_SKIP() << "mpi backend not built";
@@ -141,18 +146,28 @@ TEST(ParallelArguments, ValidSpawnParametersAreKept) {
   EXPECT_EQ(p.spawn_options()->nnodes, 2);
   EXPECT_EQ(p.spawn_options()->node_rank, 1);
   EXPECT_EQ(p.spawn_options()->master_addr.value_or(""), "10.0.0.1");
-  EXPECT_EQ(p.spawn_options()->master_port, 3344);
+  EXPECT_EQ(p.spawn_options()->master_port, std::optional<int>(3344));
   EXPECT_FALSE(idist::backend().has_value()) << "a spawning Parallel must not initialize the launching process";
 }
+
+void training(int local_rank, const std::string& config) { EXPECT_EQ(config + std::to_string(local_rank), "config0"); }
 
 TEST(ParallelSerial, RunsFnWithLocalRankZero) {
   idist::Parallel p;
   int seen_rank = -1;
   std::string seen_arg;
+  testing::internal::CaptureStderr();
   p.run([&](int local_rank, const std::string& s) {
     seen_rank = local_rank;
     seen_arg = s;
   }, std::string("config"));
+  p.run(training, std::string("config"));
+  const std::string log = testing::internal::GetCapturedStderr();
+  // ignite logs the run without a backend too: "- Run '<fn>' in 1 processes", "End of run".
+  EXPECT_NE(log.find("idist.distributed.launcher.Parallel INFO: - Run '"), std::string::npos) << log;
+  EXPECT_NE(log.find("- Run 'void (int, std::"), std::string::npos) << "the function's type is named: " << log;
+  EXPECT_NE(log.find("' in 1 processes"), std::string::npos) << log;
+  EXPECT_NE(log.find("idist.distributed.launcher.Parallel INFO: End of run"), std::string::npos) << log;
   EXPECT_EQ(seen_rank, 0);
   EXPECT_EQ(seen_arg, "config");
   EXPECT_FALSE(idist::backend().has_value());

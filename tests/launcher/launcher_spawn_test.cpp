@@ -10,18 +10,24 @@
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "idist/idist.hpp"
+#include "support/scoped_env.hpp"
 #include "launcher/process_helpers.hpp"
 
 namespace {
 
+using idist::test::ScopedEnv;
+
 using idist::test::free_tcp_port;
 using idist::test::read_text;
 using idist::test::require;
+using idist::test::run_in_processes;
 using idist::test::ScratchDir;
 using idist::test::write_text;
 
@@ -131,6 +137,77 @@ TEST(Spawn, FileAndTcpInitMethods) {
   }
 }
 
+// ignite's spawn: master_addr / master_port default to MASTER_ADDR / MASTER_PORT, then 127.0.0.1:2222.
+TEST(Spawn, MasterAddressAndPortDefaultToTheEnvironment) {
+  const int port = free_tcp_port();
+  ScopedEnv env;
+  env.set("MASTER_ADDR", "localhost").set("MASTER_PORT", std::to_string(port));
+  idist::spawn("gloo", [port](int local_rank) {
+    check_worker(local_rank, 2, 2);
+    require(env_or("MASTER_ADDR", "") == "localhost", "MASTER_ADDR=" + env_or("MASTER_ADDR", "<unset>"));
+    require(env_or("MASTER_PORT", "") == std::to_string(port), "MASTER_PORT=" + env_or("MASTER_PORT", "<unset>"));
+  }, idist::SpawnOptions{.nproc_per_node = 2, .timeout = kTimeout});
+  // Given values win over the environment.
+  const int given = free_tcp_port();
+  idist::spawn("gloo", [given](int) {
+    require(env_or("MASTER_ADDR", "") == "127.0.0.1", "MASTER_ADDR=" + env_or("MASTER_ADDR", "<unset>"));
+    require(env_or("MASTER_PORT", "") == std::to_string(given), "MASTER_PORT=" + env_or("MASTER_PORT", "<unset>"));
+  }, idist::SpawnOptions{.master_addr = "127.0.0.1", .master_port = given, .timeout = kTimeout});
+  EXPECT_TRUE(idist::test::no_children_left());
+}
+
+TEST(Spawn, MasterDefaultsWithoutEnvironmentAreIgnites) {
+  unsetenv("MASTER_ADDR");
+  unsetenv("MASTER_PORT");
+  const idist::SpawnOptions o = idist::detail::with_master_defaults({});
+  EXPECT_EQ(o.master_addr, std::optional<std::string>("127.0.0.1"));
+  EXPECT_EQ(o.master_port, std::optional<int>(2222));
+  ScopedEnv env;
+  env.set("MASTER_PORT", "http");
+  try {
+    idist::detail::with_master_defaults({});
+    ADD_FAILURE() << "MASTER_PORT=http accepted";
+  } catch (const idist::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("MASTER_PORT should be a port in [1, 65535], but given 'http'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// ignite's multi-node Parallel with init_method "env://" and no master address: accepted, the
+// address and port coming from the environment. Two launches with node_rank 0 and 1 form one world.
+TEST(Parallel, TwoNodesWithEnvInitMethodTakeTheMasterFromTheEnvironment) {
+  ScratchDir dir;
+  const int port = free_tcp_port();
+  const auto codes = run_in_processes(2, [&](int node) {
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+    idist::Parallel parallel("gloo", {.nproc_per_node = 1, .nnodes = 2, .node_rank = node, .init_method = "env://",
+                                      .timeout = kTimeout});
+    parallel.run([&](int local_rank) {
+      check_worker(local_rank, 2, 1);
+      write_text(dir.file("e" + std::to_string(idist::get_rank())), env_or("MASTER_PORT", ""));
+    });
+  });
+  EXPECT_EQ(codes, (std::vector<int>{0, 0}));
+  EXPECT_EQ(read_text(dir.file("e0")), std::to_string(port));
+  EXPECT_EQ(read_text(dir.file("e1")), std::to_string(port));
+}
+
+// ignite's Parallel logs: the launcher and its spawn parameters, the run, its end.
+TEST(Parallel, LogsLikeIgnitesLauncherWhenSpawning) {
+  testing::internal::CaptureStderr();
+  {
+    idist::Parallel parallel("gloo", {.nproc_per_node = 2, .master_port = free_tcp_port(), .timeout = kTimeout});
+    parallel.run([](int) {});
+  }
+  const std::string err = testing::internal::GetCapturedStderr();
+  for (const char* line : {"idist.distributed.launcher.Parallel INFO: Initialized distributed launcher with backend: 'gloo'",
+                           "INFO: - Parameters to spawn processes: \n\tnproc_per_node: 2\n\tnnodes: 1\n\tnode_rank: 0",
+                           "INFO: Spawn function '", "' in 2 processes", "INFO: End of run"})
+    EXPECT_NE(err.find(line), std::string::npos) << "missing '" << line << "' in:\n" << err;
+}
+
 TEST(Parallel, SpawnsWithNprocPerNode) {
   ScratchDir dir;
   {
@@ -146,35 +223,6 @@ TEST(Parallel, SpawnsWithNprocPerNode) {
   EXPECT_TRUE(idist::test::no_children_left());
 }
 
-// Runs `body` in `n` forked processes; returns their exit statuses (0: passed).
-template <class Body>
-std::vector<int> run_in_processes(int n, Body body) {
-  std::fflush(nullptr);
-  std::vector<pid_t> pids;
-  for (int i = 0; i < n; ++i) {
-    const pid_t pid = fork();
-    if (pid == 0) {
-      int code = 0;
-      try {
-        body(i);
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "process %d: %s\n", i, e.what());
-        code = 1;
-      }
-      std::fflush(nullptr);
-      _exit(code);
-    }
-    pids.push_back(pid);
-  }
-  std::vector<int> codes;
-  for (pid_t pid : pids) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-  }
-  return codes;
-}
-
 TEST(Parallel, InitializesInsideATorchrunEnvironment) {
   ScratchDir dir;
   const int port = free_tcp_port();
@@ -184,6 +232,7 @@ TEST(Parallel, InitializesInsideATorchrunEnvironment) {
     setenv("WORLD_SIZE", "2", 1);
     setenv("MASTER_ADDR", "127.0.0.1", 1);
     setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+    testing::internal::CaptureStderr();
     {
       idist::Parallel parallel("gloo", {.timeout = kTimeout});
       require(idist::backend() == std::optional<std::string>("gloo"), "Parallel did not initialize gloo");
@@ -192,7 +241,13 @@ TEST(Parallel, InitializesInsideATorchrunEnvironment) {
         write_text(dir.file("t" + std::to_string(idist::get_rank())), std::to_string(extra));
       }, 5);
     }
+    const std::string log = testing::internal::GetCapturedStderr();
     require(!idist::backend().has_value(), "Parallel's destructor did not finalize");
+    // ignite's lines, on rank 0 only (ignite's loggers are silent on other ranks).
+    for (const char* line : {"INFO: Initialized processing group with backend: 'gloo'", "INFO: - Run '",
+                             "' in 2 processes", "INFO: End of run", "INFO: Finalized processing group with backend: 'gloo'"})
+      require((log.find(line) != std::string::npos) == (i == 0),
+              "rank " + std::to_string(i) + ": line '" + line + "' in log:\n" + log);
     require(env_or("RANK", "") == std::to_string(i), "RANK was not restored");
   });
   EXPECT_EQ(codes, (std::vector<int>{0, 0}));

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -109,6 +110,36 @@ inline bool no_children_left() {
 /// exception makes spawn() fail in the test process with the worker's rank and this message.
 inline void require(bool cond, const std::string& msg) {
   if (!cond) throw std::runtime_error(msg);
+}
+
+/// Runs `body(i)` in `n` forked processes (i = 0 .. n-1) and returns their exit statuses: 0 when
+/// body returned, 1 when it threw (the message goes to stderr), 128 + signal when killed.
+template <class Body>
+std::vector<int> run_in_processes(int n, Body body) {
+  std::fflush(nullptr);
+  std::vector<pid_t> pids;
+  for (int i = 0; i < n; ++i) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      int code = 0;
+      try {
+        body(i);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "process %d: %s\n", i, e.what());
+        code = 1;
+      }
+      std::fflush(nullptr);
+      ::_exit(code);
+    }
+    pids.push_back(pid);
+  }
+  std::vector<int> codes;
+  for (pid_t pid : pids) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  }
+  return codes;
 }
 
 }  // namespace idist::test

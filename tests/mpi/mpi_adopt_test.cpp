@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cstdlib>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -34,12 +36,20 @@ const idist::mpi_backend::NativeMPIModel* mpi_model() {
   return dynamic_cast<const idist::mpi_backend::NativeMPIModel*>(&idist::current_model());
 }
 
+// IDIST_TEST_LOCAL_RANK_HINT=k: main() calls idist::set_local_rank(local rank + k) before MPI_Init.
+std::optional<int> hint_offset() {
+  const char* v = std::getenv("IDIST_TEST_LOCAL_RANK_HINT");
+  return v ? std::optional<int>(std::atoi(v)) : std::nullopt;
+}
+
+int expected_local_rank() { return idist::test::env_int("OMPI_COMM_WORLD_LOCAL_RANK") + hint_offset().value_or(0); }
+
 TEST(MpiAdopt, QueriesAdoptTheProgramsMpiWithoutInitialize) {
   EXPECT_EQ(idist::get_world_size(), mpi_size());
   EXPECT_EQ(idist::model_name(), "mpi-dist");
   EXPECT_EQ(idist::backend(), std::optional<std::string>("mpi"));
   EXPECT_EQ(idist::get_rank(), mpi_rank());
-  EXPECT_EQ(idist::get_local_rank(), idist::test::env_int("OMPI_COMM_WORLD_LOCAL_RANK"));
+  EXPECT_EQ(idist::get_local_rank(), expected_local_rank());
   const auto* m = mpi_model();
   ASSERT_NE(m, nullptr);
   EXPECT_FALSE(m->owns_mpi());
@@ -54,6 +64,16 @@ TEST(MpiAdopt, FinalizeLeavesMpiToTheProgram) {
   int one = 1, sum = 0;
   ASSERT_EQ(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
   EXPECT_EQ(sum, mpi_size());
+}
+
+// ignite's set_local_rank before the program's own init: the hint outlives the serial model and
+// every later adoption takes it (here after a finalize, too).
+TEST(MpiAdopt, LocalRankHintGivenBeforeMpiInitIsKept) {
+  if (!hint_offset()) GTEST_SKIP() << "run with IDIST_TEST_LOCAL_RANK_HINT (ctest: mpi_adopt_hint_np2)";
+  EXPECT_EQ(idist::get_local_rank(), expected_local_rank());
+  idist::finalize();
+  EXPECT_EQ(idist::get_local_rank(), expected_local_rank());
+  idist::finalize();
 }
 
 TEST(MpiAdopt, SyncAdopts) {
@@ -103,6 +123,8 @@ TEST(MpiAdopt, SerializedLevelStillServesTwoThreads) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before MPI_Init: idist is serial here and must keep the hint for the context adopted later.
+  if (const auto offset = hint_offset()) idist::set_local_rank(idist::test::env_int("OMPI_COMM_WORLD_LOCAL_RANK") + *offset);
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
   ::testing::InitGoogleTest(&argc, argv);

@@ -12,9 +12,12 @@
 #include <vector>
 
 #include "idist/idist.hpp"
+#include "support/scoped_env.hpp"
 #include "nccl/cuda_error.hpp"
 
 namespace {
+
+using idist::test::ScopedEnv;
 
 using namespace std::chrono_literals;
 
@@ -24,27 +27,6 @@ int visible_devices() {
   (void)cudaGetLastError();
   return n;
 }
-
-// Sets environment variables for one test and restores them.
-class ScopedEnv {
- public:
-  void set(const char* name, const char* value) {
-    const char* old = std::getenv(name);
-    saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
-      if (it->second)
-        setenv(it->first.c_str(), it->second->c_str(), 1);
-      else
-        unsetenv(it->first.c_str());
-    }
-  }
-
- private:
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
 
 TEST(NcclNoDevice, TheBackendIsCompiledInFirstInIgnitesOrder) {
   const std::vector<std::string> names = idist::available_backends();

@@ -108,6 +108,24 @@ TEST(Discovery, ExplicitOptionsWithoutALocalRankLeaveItToTheTopologyExchange) {
   EXPECT_EQ(with_local.node_rank, 1);
 }
 
+// ignite's order for the local rank: LOCAL_RANK, then the set_local_rank() hint, then host names.
+TEST(Discovery, LocalRankHintFillsOnlyAMissingLocalRank) {
+  const auto hinted = discover(explicit_ranks(3, 4), {}, 1);
+  EXPECT_TRUE(hinted.local_rank_known);
+  EXPECT_EQ(hinted.local_rank, 1);
+  EXPECT_FALSE(hinted.topology_exact);  // nproc_per_node still needs every rank's local rank
+  const auto env_wins = discover(explicit_ranks(3, 4), {{"LOCAL_RANK", "3"}}, 1);
+  EXPECT_EQ(env_wins.local_rank, 3);
+  auto opts = explicit_ranks(3, 4);
+  opts.local_rank = 2;
+  EXPECT_EQ(discover(opts, {}, 1).local_rank, 2);  // an explicit local rank beats the hint
+  const auto pmi = discover({}, {{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}}, 0);
+  EXPECT_TRUE(pmi.local_rank_known);
+  EXPECT_EQ(pmi.local_rank, 0);
+  expect_value_error([] { discover(explicit_ranks(1, 2), {}, 2); }, {"local rank hint 2", "[0, 2)"});
+  EXPECT_EQ(discover(explicit_ranks(0, 1), {}, 5).local_rank, 0);  // a single process is local rank 0
+}
+
 TEST(Discovery, ExplicitOptionsErrors) {
   expect_value_error([] { discover(explicit_ranks(1, -1), {}); },
                      {"Both rank and world_size should be provided", "rank=1", "world_size=-1"});

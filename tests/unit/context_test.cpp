@@ -52,6 +52,15 @@ TEST(SerialContext, SetLocalRankChecksItsArgument) {
   EXPECT_THROW(idist::set_local_rank(-1), idist::ValueError);
   idist::set_local_rank(0);
   EXPECT_EQ(idist::get_local_rank(), 0);
+  idist::set_local_rank(3);  // kept for a later context; the serial model stays local rank 0 (ignite)
+  EXPECT_EQ(idist::get_local_rank(), 0);
+  idist::set_local_rank(0);
+}
+
+TEST(SerialContext, SupportFlags) {
+  EXPECT_EQ(idist::has_native_dist_support(), !idist::available_backends().empty());
+  EXPECT_FALSE(idist::has_xla_support());
+  EXPECT_FALSE(idist::has_hvd_support());
 }
 
 TEST(SerialContext, ShowConfigPrintsIgnitesLines) {

@@ -4,7 +4,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,54 +16,14 @@
 
 #include "idist/context.hpp"
 #include "idist/error.hpp"
+#include "idist/logging.hpp"
+#include "idist/torch/loader_options.hpp"
 #include "idist/torch/samplers.hpp"
+#include "idist/torch/stream_dataloader.hpp"
 
 namespace idist {
 
-/// Options of auto_dataloader: the keyword arguments of torch.utils.data.DataLoader that ignite
-/// adapts. Sizes are global (before scaling by the world size).
-struct DataLoaderOptions {
-  /// Batch size; with world size > 1 and batch_size >= world size it becomes batch_size / world
-  /// size per rank (integer division). Must be positive.
-  std::size_t batch_size = 1;
-  /// Loader worker threads; with world size > 1 and num_workers >= processes per node it becomes
-  /// ceil(num_workers / processes per node).
-  std::size_t num_workers = 0;
-  /// Shuffle every epoch (used when no sampler is given).
-  bool shuffle = true;
-  /// Drop the last incomplete batch.
-  bool drop_last = false;
-  /// Pinned host memory for batches; defaults to true when idist::device() is a CUDA device.
-  /// LibTorch's data loader has no pinned-memory option, so the resolved value is reported by
-  /// DataLoader::options() for the caller to act on (e.g. tensor.pin_memory()).
-  std::optional<bool> pin_memory = std::nullopt;
-  /// A sampler of dataset indices. With world size > 1 it is wrapped in DistributedProxySampler
-  /// unless it is already distributed (DistributedSampler, DistributedProxySampler or LibTorch's
-  /// DistributedRandom/SequentialSampler), which is used as is.
-  std::shared_ptr<torch::data::samplers::Sampler<>> sampler = nullptr;
-};
-
 namespace detail {
-
-/// ignite's scaling rules, as a pure function of the configuration: returns `opts` with the batch
-/// size and the worker count scaled for `world_size` ranks with `nproc_per_node` per node, and
-/// pin_memory resolved for `device`. The sampler is left as given (see auto_dataloader).
-/// @throws ValueError for batch_size 0, world_size < 1 or nproc_per_node < 1.
-inline DataLoaderOptions adapt_loader_options(DataLoaderOptions opts, int world_size, int nproc_per_node,
-                                              const Device& device) {
-  if (opts.batch_size == 0) throw ValueError("auto_dataloader: batch_size should be a positive integer, but given 0");
-  if (world_size < 1 || nproc_per_node < 1)
-    throw ValueError("auto_dataloader: world_size and nproc_per_node should be positive, but given " +
-                     std::to_string(world_size) + " and " + std::to_string(nproc_per_node));
-  if (world_size > 1) {
-    const auto ws = std::size_t(world_size);
-    const auto nproc = std::size_t(nproc_per_node);
-    if (opts.batch_size >= ws) opts.batch_size /= ws;
-    if (opts.num_workers >= nproc) opts.num_workers = (opts.num_workers + nproc - 1) / nproc;
-  }
-  if (!opts.pin_memory) opts.pin_memory = device.type == DeviceType::CUDA;
-  return opts;
-}
 
 /// Presents any LibTorch sampler as an EpochSampler: set_epoch reaches samplers that have one
 /// (LibTorch's distributed samplers) and is ignored by the others.
@@ -91,6 +50,13 @@ class EpochAdapter final : public EpochSampler {
   std::uint64_t epoch_ = 0;
 };
 
+/// The name of the sampler a loader really draws from (through EpochAdapter), for the log line.
+inline std::string sampler_name(const EpochSampler& s) {
+  const auto* adapter = dynamic_cast<const EpochAdapter*>(&s);
+  const torch::data::samplers::Sampler<>* inner = adapter ? adapter->inner().get() : &s;
+  return c10::demangle(typeid(*inner).name());
+}
+
 /// What the LibTorch loader stores (it keeps its sampler by value and private): a handle to the
 /// EpochSampler the user reaches through DataLoader::sampler().
 class SharedSampler final : public torch::data::samplers::Sampler<> {
@@ -105,10 +71,21 @@ class SharedSampler final : public torch::data::samplers::Sampler<> {
   std::shared_ptr<EpochSampler> s_;
 };
 
-/// True for samplers that already shard across ranks (used as given by auto_dataloader).
-inline bool is_distributed_sampler(const torch::data::samplers::Sampler<>* s) {
-  return dynamic_cast<const DistributedSampler*>(s) || dynamic_cast<const DistributedProxySampler*>(s) ||
-         dynamic_cast<const torch::data::samplers::DistributedSampler<>*>(s);
+/// ignite's warnings for a given distributed sampler whose rank or num_replicas differ from the
+/// context's (idist's DistributedSampler and DistributedProxySampler, LibTorch's distributed samplers
+/// do not expose theirs).
+inline void warn_about_sampler_placement(const torch::data::samplers::Sampler<>& s, int world_size, int rank) {
+  std::optional<std::pair<int, int>> placed;  // rank, num_replicas
+  if (auto* d = dynamic_cast<const DistributedSampler*>(&s)) placed = {d->rank(), d->num_replicas()};
+  if (auto* p = dynamic_cast<const DistributedProxySampler*>(&s)) placed = {p->rank(), p->num_replicas()};
+  if (!placed) return;
+  if (placed->first != rank)
+    log_warning(kAutoDataloaderLogger, "Found distributed sampler with rank=" + std::to_string(placed->first) +
+                                           ", but process rank is " + std::to_string(rank));
+  if (placed->second != world_size)
+    log_warning(kAutoDataloaderLogger, "Found distributed sampler with num_replicas=" +
+                                           std::to_string(placed->second) + ", but world size is " +
+                                           std::to_string(world_size));
 }
 
 /// The sampler auto_dataloader uses for a dataset of `dataset_size` examples (ignite's choice).
@@ -119,11 +96,7 @@ inline std::shared_ptr<EpochSampler> choose_sampler(const DataLoaderOptions& opt
   if (world_size > 1) {
     if (!user) return std::make_shared<DistributedSampler>(dataset_size, world_size, rank, opts.shuffle);
     if (!is_distributed_sampler(user.get())) return std::make_shared<DistributedProxySampler>(user, world_size, rank);
-    if (auto* d = dynamic_cast<const DistributedSampler*>(user.get());
-        d && (d->rank() != rank || d->num_replicas() != world_size))
-      std::cerr << "idist::auto_dataloader: warning: found a DistributedSampler with rank=" << d->rank()
-                << " and num_replicas=" << d->num_replicas() << ", but the process rank is " << rank
-                << " and the world size " << world_size << "\n";
+    warn_about_sampler_placement(*user, world_size, rank);
   }
   if (!user) {
     std::shared_ptr<Sampler<>> s;
@@ -201,20 +174,29 @@ class DataLoader {
 /// - batch_size becomes batch_size / world size when batch_size >= world size;
 /// - num_workers becomes ceil(num_workers / nproc per node) when num_workers >= nproc per node;
 /// - without a sampler, a DistributedSampler (rank and world size of idist, `shuffle` as given)
-///   shards the dataset; a user sampler is wrapped in DistributedProxySampler (unless it is
-///   already distributed).
+///   shards the dataset; a user sampler (an EpochSampler of the user's included) is wrapped in
+///   DistributedProxySampler, unless it is already distributed: then it is used as is, with
+///   ignite's warnings ("Found distributed sampler with rank=R, but process rank is P", "... with
+///   num_replicas=N, but world size is W") when it was built for another place in the world.
 /// Serial: the options as given, with a RandomSampler (shuffle) or SequentialSampler.
-/// pin_memory defaults to true on CUDA devices. `dataset` is a LibTorch batch dataset with a size,
-/// typically `MyDataset().map(torch::data::transforms::Stack<>())`.
+/// pin_memory defaults to true on CUDA devices. Logs the final options on rank 0, as ignite does
+/// (see detail::describe_loader). `dataset` is a LibTorch map-style batch dataset with a size,
+/// typically `MyDataset().map(torch::data::transforms::Stack<>())`; stream datasets take the
+/// overload in stream_dataloader.hpp.
 /// @throws ValueError for batch_size 0 or a dataset without a size.
 template <class Dataset>
+  requires(!detail::StreamDataset<Dataset>)
 DataLoader<Dataset> auto_dataloader(Dataset dataset, const DataLoaderOptions& opts = {}) {
   const auto size = dataset.size();
-  if (!size) throw ValueError("auto_dataloader: the dataset has no size; expected a dataset whose size() is known");
+  if (!size)
+    throw ValueError("auto_dataloader: the map-style dataset has no size; expected a dataset whose size() is known "
+                     "(a dataset without a size should be a stream dataset, whose batches are requested by count)");
   const int ws = get_world_size();
   DataLoaderOptions resolved = detail::adapt_loader_options(opts, ws, get_nproc_per_node(), device());
   std::shared_ptr<EpochSampler> sampler = detail::choose_sampler(resolved, *size, ws, get_rank());
   resolved.sampler = sampler;
+  log_info(detail::kAutoDataloaderLogger,
+           detail::describe_loader(detail::short_type_name(typeid(Dataset)), resolved, detail::sampler_name(*sampler)));
   return DataLoader<Dataset>(std::move(dataset), std::move(sampler), std::move(resolved));
 }
 

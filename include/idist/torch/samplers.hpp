@@ -97,6 +97,19 @@ inline std::pair<std::uint64_t, std::size_t> load_cursor(torch::serialize::Input
 
 }  // namespace detail
 
+class DistributedSampler;
+class DistributedProxySampler;
+
+namespace detail {
+
+/// True for samplers that already shard across ranks: idist's DistributedSampler and
+/// DistributedProxySampler, LibTorch's DistributedRandomSampler / DistributedSequentialSampler
+/// (ignite's isinstance(sampler, DistributedSampler)). Any other sampler, a user's EpochSampler
+/// included, is not.
+inline bool is_distributed_sampler(const torch::data::samplers::Sampler<>* s);
+
+}  // namespace detail
+
 /// torch.utils.data.DistributedSampler for LibTorch: restricts loading to this rank's share of a
 /// dataset of `dataset_size` examples.
 ///
@@ -130,6 +143,14 @@ class DistributedSampler : public EpochSampler {
   }
   /// num_samples() * num_replicas (torch's total_size).
   std::size_t total_size() const { return num_samples() * std::size_t(num_replicas_); }
+  /// How many of this rank's indices are not padding: the first unpadded_size() of indices().
+  /// Rank r's j-th index sits at position j * num_replicas + r of the padded list, so only its last
+  /// index can be a repeat. Evaluation counting every example exactly once reads only these (without
+  /// drop_last, the unpadded sizes of all ranks add up to the dataset size).
+  std::size_t unpadded_size() const {
+    const std::size_t n = std::min(dataset_size_, total_size()), r = std::size_t(rank_);
+    return n > r ? (n - r + std::size_t(num_replicas_) - 1) / std::size_t(num_replicas_) : 0;
+  }
   int num_replicas() const noexcept { return num_replicas_; }
   int rank() const noexcept { return rank_; }
   bool shuffle() const noexcept { return shuffle_; }
@@ -242,24 +263,24 @@ class WeightedRandomSampler : public torch::data::samplers::Sampler<> {
 /// measured on each draw. Call set_epoch(e) before each epoch.
 class DistributedProxySampler : public EpochSampler {
  public:
-  /// Wraps a shared sampler (shared with the caller).
-  /// @throws ValueError for a null or already distributed sampler, num_replicas < 1, or rank
-  ///         outside [0, num_replicas - 1].
+  /// Wraps a shared sampler (shared with the caller). A user's own EpochSampler is accepted (it is
+  /// not distributed); its set_epoch is not called: the proxy seeds the global generator instead.
+  /// @throws ValueError for a null or already distributed sampler (detail::is_distributed_sampler),
+  ///         num_replicas < 1, or rank outside [0, num_replicas - 1].
   DistributedProxySampler(std::shared_ptr<torch::data::samplers::Sampler<>> sampler,
                           std::optional<int> num_replicas = std::nullopt, std::optional<int> rank = std::nullopt)
       : sampler_(std::move(sampler)) {
     if (!sampler_) throw ValueError("DistributedProxySampler: Argument sampler should be a sampler, but given null");
-    if (dynamic_cast<EpochSampler*>(sampler_.get()) ||
-        dynamic_cast<torch::data::samplers::DistributedSampler<>*>(sampler_.get()))
+    if (detail::is_distributed_sampler(sampler_.get()))
       throw ValueError("DistributedProxySampler: Argument sampler must not be a distributed sampler already");
     std::tie(num_replicas_, rank_) = detail::replicas_and_rank(num_replicas, rank, "DistributedProxySampler");
     if (auto* w = dynamic_cast<WeightedRandomSampler*>(sampler_.get())) set_length(w->size());
   }
 
-  /// Wraps a copy of `sampler` (any torch::data::samplers::Sampler<> subclass).
+  /// Wraps a copy of `sampler` (any torch::data::samplers::Sampler<> subclass that is not distributed).
   template <class S>
     requires(std::derived_from<S, torch::data::samplers::Sampler<>> &&
-             !std::derived_from<S, EpochSampler>)
+             !std::derived_from<S, DistributedSampler> && !std::derived_from<S, DistributedProxySampler>)
   explicit DistributedProxySampler(S sampler, std::optional<int> num_replicas = std::nullopt,
                                    std::optional<int> rank = std::nullopt)
       : DistributedProxySampler(std::make_shared<S>(std::move(sampler)), num_replicas, rank) {}
@@ -314,5 +335,14 @@ class DistributedProxySampler : public EpochSampler {
   std::optional<std::size_t> num_samples_;
   detail::IndexCursor cursor_;
 };
+
+namespace detail {
+
+inline bool is_distributed_sampler(const torch::data::samplers::Sampler<>* s) {
+  return dynamic_cast<const DistributedSampler*>(s) || dynamic_cast<const DistributedProxySampler*>(s) ||
+         dynamic_cast<const torch::data::samplers::DistributedSampler<>*>(s);
+}
+
+}  // namespace detail
 
 }  // namespace idist

@@ -1,0 +1,37 @@
+#include "metrics.hpp"
+
+#include <array>
+#include <cmath>
+#include <span>
+
+#include <fmt/format.h>
+#include <idist/idist.hpp>
+
+namespace fashion_mnist {
+
+double Totals::mean_loss() const { return count > 0 ? loss_sum / count : NAN; }
+double Totals::accuracy() const { return count > 0 ? correct / count : NAN; }
+
+Totals step_totals(const torch::Tensor& loss, const torch::Tensor& logits, const torch::Tensor& target) {
+  const auto n = double(target.size(0));
+  return {loss.item<double>() * n, double(logits.argmax(1).eq(target).sum().item<std::int64_t>()), n};
+}
+
+std::pair<Totals, bool> reduce_step(const Totals& local, bool print_now) {
+  const bool asks = print_now && idist::get_rank() == 0;
+  std::array<double, 4> v{local.loss_sum, local.correct, local.count, asks ? 1.0 : 0.0};
+  idist::all_reduce(std::span<double>(v));  // the flag is 1 on rank 0 at most, so the sum is the flag
+  return {Totals{v[0], v[1], v[2]}, v[3] > 0};
+}
+
+std::string weights_digest(const torch::nn::Module& model) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (const auto& p : model.parameters()) {
+    const torch::Tensor t = p.detach().to(torch::kCPU).contiguous();
+    const auto* bytes = static_cast<const unsigned char*>(t.data_ptr());
+    for (std::size_t i = 0; i < t.nbytes(); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+  }
+  return fmt::format("{:016x}", h);
+}
+
+}  // namespace fashion_mnist

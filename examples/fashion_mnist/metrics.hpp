@@ -1,0 +1,41 @@
+#pragma once
+// Training loss and accuracy summed over the ranks, and a digest of the weights for the JSON line.
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include <torch/torch.h>
+
+namespace fashion_mnist {
+
+/// Sums of one or more steps: loss times examples, correct predictions, examples.
+struct Totals {
+  double loss_sum = 0;
+  double correct = 0;
+  double count = 0;
+
+  Totals& operator+=(const Totals& o) {
+    loss_sum += o.loss_sum;
+    correct += o.correct;
+    count += o.count;
+    return *this;
+  }
+  /// Mean loss per example (NaN when empty).
+  double mean_loss() const;
+  /// Fraction of correct predictions (NaN when empty).
+  double accuracy() const;
+};
+
+/// This rank's totals of one step: `loss` is the batch's mean cross-entropy, `logits` [B, 10].
+Totals step_totals(const torch::Tensor& loss, const torch::Tensor& logits, const torch::Tensor& target);
+
+/// One all_reduce (collective: every rank calls it once per step): the step's totals over all
+/// ranks, and whether rank 0 asked for a progress line now (`print_now` of the other ranks is
+/// ignored), so that every rank agrees on when the window's totals are reset.
+std::pair<Totals, bool> reduce_step(const Totals& local, bool print_now);
+
+/// FNV-1a (64 bits) of the parameters' bytes in registration order, as 16 hex digits: equal
+/// digests mean bitwise-equal weights (e.g. a resumed run against an uninterrupted one).
+std::string weights_digest(const torch::nn::Module& model);
+
+}  // namespace fashion_mnist

@@ -1,0 +1,91 @@
+#pragma once
+/// @file
+/// The options of auto_dataloader and ignite's rules adapting them to the distributed configuration
+/// (shared by the loaders of map-style and of stream datasets).
+
+#include <c10/util/Type.h>
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <typeinfo>
+
+#include <torch/data/samplers/base.h>
+
+#include "idist/error.hpp"
+#include "idist/types.hpp"
+
+namespace idist {
+
+/// Options of auto_dataloader: the keyword arguments of torch.utils.data.DataLoader that ignite
+/// adapts. Sizes are global (before scaling by the world size).
+struct DataLoaderOptions {
+  /// Batch size; with world size > 1 and batch_size >= world size it becomes batch_size / world
+  /// size per rank (integer division). Must be positive.
+  std::size_t batch_size = 1;
+  /// Loader worker threads; with world size > 1 and num_workers >= processes per node it becomes
+  /// ceil(num_workers / processes per node).
+  std::size_t num_workers = 0;
+  /// Shuffle every epoch (used when no sampler is given).
+  bool shuffle = true;
+  /// Drop the last incomplete batch.
+  bool drop_last = false;
+  /// Pinned host memory for batches; defaults to true when idist::device() is a CUDA device.
+  /// LibTorch's data loader has no pinned-memory option, so the resolved value is reported by
+  /// DataLoader::options() for the caller to act on (e.g. tensor.pin_memory()).
+  std::optional<bool> pin_memory = std::nullopt;
+  /// A sampler of dataset indices. With world size > 1 it is wrapped in DistributedProxySampler
+  /// unless it is already distributed (DistributedSampler, DistributedProxySampler or LibTorch's
+  /// DistributedRandom/SequentialSampler), which is used as is.
+  std::shared_ptr<torch::data::samplers::Sampler<>> sampler = nullptr;
+};
+
+namespace detail {
+
+/// ignite's scaling rules, as a pure function of the configuration: returns `opts` with the batch
+/// size and the worker count scaled for `world_size` ranks with `nproc_per_node` per node, and
+/// pin_memory resolved for `device`. The sampler is left as given (see auto_dataloader).
+/// @throws ValueError for batch_size 0, world_size < 1 or nproc_per_node < 1.
+inline DataLoaderOptions adapt_loader_options(DataLoaderOptions opts, int world_size, int nproc_per_node,
+                                              const Device& device) {
+  if (opts.batch_size == 0) throw ValueError("auto_dataloader: batch_size should be a positive integer, but given 0");
+  if (world_size < 1 || nproc_per_node < 1)
+    throw ValueError("auto_dataloader: world_size and nproc_per_node should be positive, but given " +
+                     std::to_string(world_size) + " and " + std::to_string(nproc_per_node));
+  if (world_size > 1) {
+    const auto ws = std::size_t(world_size);
+    const auto nproc = std::size_t(nproc_per_node);
+    if (opts.batch_size >= ws) opts.batch_size /= ws;
+    if (opts.num_workers >= nproc) opts.num_workers = (opts.num_workers + nproc - 1) / nproc;
+  }
+  if (!opts.pin_memory) opts.pin_memory = device.type == DeviceType::CUDA;
+  return opts;
+}
+
+/// The name of auto_dataloader's logger (ignite's ignite.distributed.auto.auto_dataloader).
+inline constexpr std::string_view kAutoDataloaderLogger = "distributed.auto.auto_dataloader";
+
+/// The readable name of `type`, shortened to `max_chars` (ignite logs the first 20 characters of the
+/// dataset's repr).
+inline std::string short_type_name(const std::type_info& type, std::size_t max_chars = 40) {
+  std::string name = c10::demangle(type.name());
+  if (name.size() > max_chars) name = name.substr(0, max_chars) + "...";
+  return name;
+}
+
+/// ignite's log line of the loader's final arguments: "Use data loader options for dataset '<name>':
+/// batch_size=.., num_workers=.., shuffle=.., drop_last=.., pin_memory=.., sampler=<type or none>".
+inline std::string describe_loader(std::string_view dataset_name, const DataLoaderOptions& o,
+                                   std::string_view sampler_name) {
+  const auto flag = [](bool b) { return b ? "true" : "false"; };
+  return "Use data loader options for dataset '" + std::string(dataset_name) +
+         "': batch_size=" + std::to_string(o.batch_size) + ", num_workers=" + std::to_string(o.num_workers) +
+         ", shuffle=" + flag(o.shuffle) + ", drop_last=" + flag(o.drop_last) +
+         ", pin_memory=" + flag(o.pin_memory.value_or(false)) + ", sampler=" + std::string(sampler_name);
+}
+
+}  // namespace detail
+
+}  // namespace idist

@@ -1,0 +1,56 @@
+# Checkpoint / resume of the fashion_mnist example (ctest driver, `cmake -P`):
+#   -DFIRST=<;-list>      a run stopped early with --checkpoint-dir (e.g. --epochs 2 --stop-after-epoch 1)
+#   -DRESUME=<;-list>     the same run continued with --resume (any launcher / world size)
+#   -DREFERENCE=<;-list>  optional: the uninterrupted run; then RESUME must end with exactly its weights
+#                         (weights_digest) and test accuracy
+#   -DCHECKPOINT_DIR=dir  emptied first; FIRST must leave checkpoint_<RESUMED_FROM>.pt there
+#   -DRESUMED_FROM=<n>    the epoch FIRST stops after; RESUME must start at n + 1
+#   -DMIN_ACCURACY=<x>    RESUME's test accuracy must exceed it
+cmake_minimum_required(VERSION 3.22)
+include(${CMAKE_CURRENT_LIST_DIR}/json_report.cmake)
+
+function(run_example label command out_json)
+  string(REPLACE "\\;" ";" command "${command}")
+  execute_process(COMMAND ${command} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message("---- ${label}: ${command}\n---- stdout\n${out}---- stderr\n${err}----")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${label} exited with ${rc}")
+  endif()
+  example_json(json "${out}")
+  set(${out_json} "${json}" PARENT_SCOPE)
+endfunction()
+
+file(REMOVE_RECURSE "${CHECKPOINT_DIR}")
+run_example(first "${FIRST}" first_json)
+if(NOT EXISTS "${CHECKPOINT_DIR}/checkpoint_${RESUMED_FROM}.pt")
+  message(FATAL_ERROR "the first run left no ${CHECKPOINT_DIR}/checkpoint_${RESUMED_FROM}.pt")
+endif()
+example_json_get(last "${first_json}" last_epoch)
+if(NOT last EQUAL RESUMED_FROM)
+  message(FATAL_ERROR "the first run ended after epoch ${last}, expected ${RESUMED_FROM}")
+endif()
+
+run_example(resume "${RESUME}" resume_json)
+example_json_get(first_epoch "${resume_json}" first_epoch)
+math(EXPR want_first "${RESUMED_FROM} + 1")
+if(NOT first_epoch EQUAL want_first)
+  message(FATAL_ERROR "the resumed run started at epoch ${first_epoch}, expected ${want_first}")
+endif()
+example_json_get(accuracy "${resume_json}" test_accuracy)
+if(NOT accuracy GREATER MIN_ACCURACY)
+  message(FATAL_ERROR "the resumed run's test_accuracy ${accuracy} is not above ${MIN_ACCURACY}")
+endif()
+
+if(DEFINED REFERENCE)
+  run_example(reference "${REFERENCE}" reference_json)
+  foreach(key weights_digest test_accuracy last_epoch)
+    example_json_get(want "${reference_json}" ${key})
+    example_json_get(got "${resume_json}" ${key})
+    if(NOT got STREQUAL want)
+      message(FATAL_ERROR "${key}: resumed ${got}, uninterrupted ${want}")
+    endif()
+  endforeach()
+  message("ok: the resumed run ends with the uninterrupted run's weights (${got}) and accuracy")
+else()
+  message("ok: resumed from epoch ${RESUMED_FROM}, test_accuracy ${accuracy}")
+endif()
