@@ -384,7 +384,10 @@ TEST(IgniteParity, OneRankFirstOrderingAndMessages) {
     const int current = local ? idist::get_local_rank() : rank();
     const int size = local ? idist::get_nproc_per_node() : ws();
     for (int first = 0; first < size; ++first) {
-      const std::filesystem::path file = dir / ("res_" + std::to_string(first) + (local ? "_local" : ""));
+      // A node-local file per node in the local case: the emulated cluster's hosts share one /tmp,
+      // where a real cluster's nodes each have their own.
+      const std::filesystem::path file =
+          dir / ("res_" + std::to_string(first) + (local ? "_local_node" + std::to_string(idist::get_node_rank()) : ""));
       std::string x;
       {
         idist::OneRankFirst guard(first, local);
