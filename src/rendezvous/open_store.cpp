@@ -18,6 +18,7 @@ std::shared_ptr<store::Store> open_tcp_store(const std::string& host, int port, 
   store::TCPStoreOptions options;
   if (const char* token = std::getenv("IDIST_STORE_TOKEN"); token) options.token = token;
   options.rank = info.rank;
+  options.clients_wait_for_workers = true;  // a rank claimed twice then fails every rank at once
   // Before exchange_topology a provisional node count of 1 may hide other hosts: assume several.
   const int nnodes = info.topology_exact ? info.nnodes : std::max(2, info.nnodes);
   if (info.rank == 0) options.bind_addresses = store_bind_addresses(host, nnodes);

@@ -72,7 +72,7 @@ TCPStore::TCPStore(std::string host, int port, bool is_server, int world_size, s
                                    describe(), served, world_size));
   }
   join(options.rank);
-  if (is_server && wait_for_workers && world_size > 0) {
+  if ((is_server || options.clients_wait_for_workers) && wait_for_workers && world_size > 0) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(timeout_ - (Clock::now() - start));
     this->wait_for_workers(std::max(left, std::chrono::milliseconds(1)));
   }

@@ -36,6 +36,9 @@ struct TCPStoreOptions {
   /// This process's rank, announced when it joins so that a rank claimed by two processes is reported
   /// at once by both of them and by the server's join wait; -1: unknown (no check).
   int rank = -1;
+  /// A client (not only the server) waits in its constructor until every worker joined, so that a rank
+  /// claimed twice is reported on every rank at once rather than as a later timeout. open_store() sets it.
+  bool clients_wait_for_workers = false;
 };
 
 /// Key-value store over TCP, served by rank 0 (`is_server`) at host:port; others connect.
