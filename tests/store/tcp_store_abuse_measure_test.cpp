@@ -26,6 +26,14 @@
 #include "store/tcp_store_server.hpp"
 #include "store_test_util.hpp"
 
+// Under ASan / TSan the RSS says more about the sanitizer (shadow memory, ASan's quarantine of freed
+// blocks) than about the server: the figures are printed but only the latency is asserted.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kAssertRss = false;
+#else
+constexpr bool kAssertRss = true;
+#endif
+
 namespace {
 using namespace std::chrono_literals;
 using idist::store::TCPStore;
@@ -146,7 +154,7 @@ TEST(TCPStoreAbuse, ThousandHostileConnectionsStayCheap) {
   ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &lim), 0);
   for (Attack a : {Attack::Garbage, Attack::Oversized, Attack::Idle, Attack::OversizedAfterHello}) {
     const auto f = measure(a);
-    EXPECT_LT(f.rss_growth_mib, a == Attack::OversizedAfterHello ? 128.0 : 64.0) << name(a);
+    if (kAssertRss) EXPECT_LT(f.rss_growth_mib, a == Attack::OversizedAfterHello ? 128.0 : 64.0) << name(a);
     EXPECT_LT(f.worst_latency_ms, 1000.0) << name(a);
   }
 }
