@@ -14,8 +14,15 @@ std::vector<std::string> choose_store_bind_addresses(const InterfaceQuery& q) {
     std::vector<std::string> out{*q.master_ip};
     if (q.nnodes > 1) {
       try {
-        const auto choice = choose_interface(q);
-        if (choice.address != *q.master_ip) out.push_back(choice.address);
+        auto choice = choose_interface(q);
+        if (is_loopback_address(choice.address) && q.ifname) {
+          // A loopback GLOO_SOCKET_IFNAME across hosts is refused by the peer table check, which needs the
+          // other hosts to reach the store first: the store takes the interface chosen without it.
+          InterfaceQuery without = q;
+          without.ifname.reset();
+          choice = choose_interface(without);
+        }
+        if (!is_loopback_address(choice.address)) out.push_back(choice.address);
       } catch (const BackendError&) {
         // No interface other hosts could reach: the backend's own interface choice reports that, naming
         // the candidates; the store stays on the loopback.

@@ -8,8 +8,8 @@
 /// 2. `master` does not resolve: every interface (the clients cannot resolve it either and will say so);
 /// 3. `master` resolves to a loopback address (a host name that /etc/hosts maps to 127.0.1.1 on the master
 ///    host itself, as Debian does): that address, for the ranks of this host, plus, when the world may span
-///    several nodes, the interface select_interface() picks for such a world (GLOO_SOCKET_IFNAME, else the
-///    first non-loopback interface), where the other hosts reach this one;
+///    several nodes, the interface select_interface() picks for such a world (GLOO_SOCKET_IFNAME unless it
+///    names the loopback, else the first non-loopback interface), where the other hosts reach this one;
 /// 4. `master` resolves to an address of this host: that address only;
 /// 5. otherwise (a forwarded port, a virtual IP): every interface.
 /// Every case is further protected by the job's token (IDIST_STORE_TOKEN) when one is set.

@@ -214,6 +214,9 @@ TEST(StoreBindRule, EachCaseOfTheRule) {
   EXPECT_EQ(choose_store_bind_addresses(q), V{"127.0.1.1"});
   q.nnodes = 2;
   EXPECT_EQ(choose_store_bind_addresses(q), (V{"127.0.1.1", "198.18.0.2"}));
+  q.ifname = "lo";  // a wrong GLOO_SOCKET_IFNAME must not hide the store from the other hosts
+  EXPECT_EQ(choose_store_bind_addresses(q), (V{"127.0.1.1", "198.18.0.2"}));
+  q.ifname.reset();
   q.master_ip = "198.18.0.2";  // this host's address
   q.route_source = "198.18.0.2";
   EXPECT_EQ(choose_store_bind_addresses(q), V{"198.18.0.2"});
