@@ -117,7 +117,8 @@ std::string demangled_name(const std::type_info& type);
 inline constexpr std::string_view kParallelLogger = "distributed.launcher.Parallel";
 
 /// Forks opts.nproc_per_node workers; worker i sets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR,
-/// MASTER_PORT (and OMP_NUM_THREADS unless set), initializes `backend`, runs task(i), finalizes and
+/// MASTER_PORT (and OMP_NUM_THREADS unless set; IDIST_STORE_TOKEN, the TCP store's per-job secret: the
+/// caller's when set, else a random one for a one-node launch, none for several nodes), initializes `backend`, runs task(i), finalizes and
 /// exits. Returns when all exited successfully. @throws ValueError, SpawnError.
 void spawn_workers(std::string_view backend, const std::function<void(int)>& task, const SpawnOptions& opts);
 

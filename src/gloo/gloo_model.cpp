@@ -248,17 +248,19 @@ Work GlooModel::all_reduce_impl(Buffer data, ReduceOp op, const Group& group, bo
   if (data.count == 0) return Work{};
   const auto algorithm = use_bcube_ ? gloo::AllreduceOptions::Algorithm::BCUBE : gloo::AllreduceOptions::Algorithm::RING;
   const auto timeout = this->timeout();
-  return issue(comm, "all_reduce", blocking, [data, op, fn, algorithm, timeout](gloo::Context& ctx) {
-    gloo::AllreduceOptions o(borrow(ctx));
-    with_element_type(dtype_size(data.dtype), [&](auto t) {
-      using T = decltype(t);
-      o.setOutput<T>(static_cast<T*>(data.data), data.count);
+  return issue(comm, "all_reduce", blocking,
+               [data, op, fn, algorithm, timeout, retained = retained_.get()](gloo::Context& ctx) {
+    retained->run<gloo::AllreduceOptions>(borrow(ctx), [&](gloo::AllreduceOptions& o) {
+      with_element_type(dtype_size(data.dtype), [&](auto t) {
+        using T = decltype(t);
+        o.setOutput<T>(static_cast<T*>(data.data), data.count);
+      });
+      o.setReduceFunction(fn);
+      o.setTag(call_tag(data.dtype, data.count, int(op), -1));
+      o.setAlgorithm(algorithm);
+      o.setTimeout(timeout);
+      gloo::allreduce(o);
     });
-    o.setReduceFunction(fn);
-    o.setTag(call_tag(data.dtype, data.count, int(op), -1));
-    o.setAlgorithm(algorithm);
-    o.setTimeout(timeout);
-    gloo::allreduce(o);
   });
 }
 
@@ -273,16 +275,17 @@ Work GlooModel::all_gather_impl(ConstBuffer in, Buffer out, const Group& group, 
                      std::string(to_string(out.dtype)));
   if (in.count == 0) return Work{};
   const auto timeout = this->timeout();
-  return issue(comm, "all_gather", blocking, [in, out, timeout](gloo::Context& ctx) {
-    gloo::AllgatherOptions o(borrow(ctx));
-    with_element_type(dtype_size(in.dtype), [&](auto t) {
-      using T = decltype(t);
-      o.setInput<T>(static_cast<T*>(const_cast<void*>(in.data)), in.count);
-      o.setOutput<T>(static_cast<T*>(out.data), out.count);
+  return issue(comm, "all_gather", blocking, [in, out, timeout, retained = retained_.get()](gloo::Context& ctx) {
+    retained->run<gloo::AllgatherOptions>(borrow(ctx), [&](gloo::AllgatherOptions& o) {
+      with_element_type(dtype_size(in.dtype), [&](auto t) {
+        using T = decltype(t);
+        o.setInput<T>(static_cast<T*>(const_cast<void*>(in.data)), in.count);
+        o.setOutput<T>(static_cast<T*>(out.data), out.count);
+      });
+      o.setTag(call_tag(in.dtype, in.count, -1, -1));
+      o.setTimeout(timeout);
+      gloo::allgather(o);
     });
-    o.setTag(call_tag(in.dtype, in.count, -1, -1));
-    o.setTimeout(timeout);
-    gloo::allgather(o);
   });
 }
 
@@ -302,16 +305,18 @@ Work GlooModel::all_gather_v(ConstBuffer in, Buffer out, std::span<const std::si
   if (total == 0) return Work{};
   const auto timeout = this->timeout();
   std::vector<std::size_t> elements(counts.begin(), counts.end());
-  return submit(comm, "all_gather", [in, out, total, elements = std::move(elements), timeout](gloo::Context& ctx) {
-    gloo::AllgathervOptions o(borrow(ctx));
-    with_element_type(dtype_size(in.dtype), [&](auto t) {
-      using T = decltype(t);
-      o.setInput<T>(static_cast<T*>(const_cast<void*>(in.data)), in.count);
-      o.setOutput<T>(static_cast<T*>(out.data), elements);
+  return submit(comm, "all_gather",
+                [in, out, total, elements = std::move(elements), timeout, retained = retained_.get()](gloo::Context& ctx) {
+    retained->run<gloo::AllgathervOptions>(borrow(ctx), [&](gloo::AllgathervOptions& o) {
+      with_element_type(dtype_size(in.dtype), [&](auto t) {
+        using T = decltype(t);
+        o.setInput<T>(static_cast<T*>(const_cast<void*>(in.data)), in.count);
+        o.setOutput<T>(static_cast<T*>(out.data), elements);
+      });
+      o.setTag(call_tag(in.dtype, total, -1, -1));
+      o.setTimeout(timeout);
+      gloo::allgatherv(o);
     });
-    o.setTag(call_tag(in.dtype, total, -1, -1));
-    o.setTimeout(timeout);
-    gloo::allgatherv(o);
   });
 }
 
@@ -324,26 +329,28 @@ Work GlooModel::broadcast_impl(Buffer data, int src, const Group& group, bool bl
   const int root = int(it - comm.ranks.begin());
   if (data.count == 0) return Work{};
   const auto timeout = this->timeout();
-  return issue(comm, "broadcast", blocking, [data, root, timeout](gloo::Context& ctx) {
-    gloo::BroadcastOptions o(borrow(ctx));
-    with_element_type(dtype_size(data.dtype), [&](auto t) {
-      using T = decltype(t);
-      o.setOutput<T>(static_cast<T*>(data.data), data.count);
+  return issue(comm, "broadcast", blocking, [data, root, timeout, retained = retained_.get()](gloo::Context& ctx) {
+    retained->run<gloo::BroadcastOptions>(borrow(ctx), [&](gloo::BroadcastOptions& o) {
+      with_element_type(dtype_size(data.dtype), [&](auto t) {
+        using T = decltype(t);
+        o.setOutput<T>(static_cast<T*>(data.data), data.count);
+      });
+      o.setRoot(root);
+      o.setTag(call_tag(data.dtype, data.count, -1, root));
+      o.setTimeout(timeout);
+      gloo::broadcast(o);
     });
-    o.setRoot(root);
-    o.setTag(call_tag(data.dtype, data.count, -1, root));
-    o.setTimeout(timeout);
-    gloo::broadcast(o);
   });
 }
 
 Work GlooModel::barrier_impl(const Group& group, bool blocking) {
   Communicator& comm = communicator(group);
   const auto timeout = this->timeout();
-  return issue(comm, "barrier", blocking, [timeout](gloo::Context& ctx) {
-    gloo::BarrierOptions o(borrow(ctx));
-    o.setTimeout(timeout);
-    gloo::barrier(o);
+  return issue(comm, "barrier", blocking, [timeout, retained = retained_.get()](gloo::Context& ctx) {
+    retained->run<gloo::BarrierOptions>(borrow(ctx), [&](gloo::BarrierOptions& o) {
+      o.setTimeout(timeout);
+      gloo::barrier(o);
+    });
   });
 }
 
@@ -383,6 +390,7 @@ void GlooModel::teardown(bool barrier_first) noexcept {
     groups_.clear();  // contexts close their connections
     world_.reset();
     device_.reset();
+    retained_->clear();  // the loop thread that could signal them is gone with the device
     store_.reset();  // after a clean finalize, rank 0's server waits (bounded) for the other ranks to disconnect
   } catch (const std::exception& e) {
     std::fprintf(stderr, "idist: gloo finalize on rank %d: %s\n", info_.rank, e.what());

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gloo/op_lane.hpp"
+#include "gloo/retained_options.hpp"
 #include "gloo/sigpipe_guard.hpp"
 #include "idist/computation_model.hpp"
 #include "rendezvous/discovery.hpp"
@@ -135,6 +136,8 @@ class GlooModel final : public ComputationModel {
   std::shared_ptr<store::Store> store_;
   rendezvous::InterfaceChoice interface_;  // where this rank's gloo pairs listen
   rendezvous::PeerTable peers_;            // every rank's host and address, for failure messages
+  // Options of failed operations (retained_options.hpp); declared before device_, so destroyed after it.
+  std::unique_ptr<RetainedOptions> retained_ = std::make_unique<RetainedOptions>();
   std::shared_ptr<gloo::transport::Device> device_;
   std::unique_ptr<Communicator> world_;
   std::mutex groups_mutex_;

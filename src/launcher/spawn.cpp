@@ -136,6 +136,7 @@ void spawn_workers(std::string_view backend, const std::function<void(int)>& tas
   plan.master_port = *opts.master_port;
   plan.init_method = opts.init_method;
   plan.timeout = opts.timeout;
+  plan.store_token = launcher::store_token(opts.nnodes);
 
   // Buffered output would otherwise be written once by the parent and once by every worker.
   std::cout.flush();

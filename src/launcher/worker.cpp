@@ -14,7 +14,10 @@
 #include <thread>
 #include <typeinfo>
 
+#include <fmt/format.h>
+
 #include "idist/context.hpp"
+#include "idist/error.hpp"
 #include "idist/launcher.hpp"
 
 namespace idist::launcher {
@@ -51,6 +54,19 @@ void limit_threads(int nproc_per_node) {
 
 }  // namespace
 
+std::string store_token(int nnodes) {
+  if (const char* set = std::getenv("IDIST_STORE_TOKEN"); set && *set) return set;
+  if (nnodes > 1) return {};
+  unsigned char raw[16] = {};
+  std::FILE* f = std::fopen("/dev/urandom", "rb");
+  const bool ok = f && std::fread(raw, 1, sizeof raw, f) == sizeof raw;
+  if (f) std::fclose(f);
+  if (!ok) throw BackendError("spawn: cannot read /dev/urandom for the store token");
+  std::string out;
+  for (unsigned char b : raw) out += fmt::format("{:02x}", b);
+  return out;
+}
+
 int thread_budget(int nproc_per_node) {
   const int cores = int(std::thread::hardware_concurrency());
   return std::max(1, cores / std::max(1, nproc_per_node));
@@ -71,6 +87,7 @@ void run_worker(const WorkerPlan& plan, const std::function<void(int)>& task, in
     ::setenv("GROUP_RANK", std::to_string(plan.node_rank).c_str(), 1);
     ::setenv("MASTER_ADDR", plan.master_addr.c_str(), 1);
     ::setenv("MASTER_PORT", std::to_string(plan.master_port).c_str(), 1);
+    if (!plan.store_token.empty()) ::setenv("IDIST_STORE_TOKEN", plan.store_token.c_str(), 1);
     limit_threads(plan.nproc_per_node);
 
     InitOptions opts;

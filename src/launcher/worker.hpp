@@ -21,6 +21,7 @@ struct WorkerPlan {
   int master_port = 0;
   std::string init_method;
   std::chrono::milliseconds timeout{0};
+  std::string store_token;  ///< exported as IDIST_STORE_TOKEN when not empty
 };
 
 /// Largest failure report a worker writes to its pipe: written once, before exiting, and below
@@ -29,10 +30,16 @@ inline constexpr std::size_t kMaxReportBytes = 4000;
 
 /// Runs in the forked child and never returns: dies with the parent (PR_SET_PDEATHSIG), exports
 /// RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (and OMP_NUM_THREADS
-/// unless set), initializes the backend, runs task(local_rank), finalizes, flushes stdio and
+/// unless set, IDIST_STORE_TOKEN when the plan has one), initializes the backend, runs task(local_rank), finalizes, flushes stdio and
 /// _exit()s with 0. On an exception it writes "<type>: <what>" to `report_fd` and _exit()s with 1.
 [[noreturn]] void run_worker(const WorkerPlan& plan, const std::function<void(int)>& task, int report_fd,
                              pid_t parent);
+
+/// The TCP store token of a launch: IDIST_STORE_TOKEN when set; else, for a launch on one node, 32 random
+/// hex digits from /dev/urandom (every worker of the job is forked from this process, so all get it);
+/// else (several nodes, each launched separately, which could not agree on a random value) empty: the
+/// store then requires no token unless the user sets IDIST_STORE_TOKEN on every node.
+std::string store_token(int nnodes);
 
 /// max(1, hardware threads / nproc_per_node): the OpenMP / LibTorch intra-op threads of one worker.
 int thread_budget(int nproc_per_node);

@@ -103,6 +103,10 @@ void NCCLModel::shutdown(bool collective) noexcept {
     for (auto& [ranks, comm] : groups_)
       if (comm && comm != world_) comms.push_back(comm);
     if (world_) comms.push_back(world_);
+    // Leaving on an error (no finalize, or an aborted communicator): peers may be dead or stuck, so rank 0's
+    // store server must not wait for them to disconnect; a rank that raised exits promptly.
+    const bool failed = !collective || std::any_of(comms.begin(), comms.end(), [](const auto& c) { return c->aborted(); });
+    if (failed && store_) store_->leave_without_waiting();
     for (const auto& comm : comms) {
       if (collective)
         comm->finalize(deadline);

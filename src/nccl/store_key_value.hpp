@@ -18,6 +18,7 @@ class StoreKeyValue final : public KeyValueStore {
     store_->wait({key}, timeout);
     return store_->get(key);
   }
+  void leave_without_waiting() override { store_->leave_without_waiting(); }
 
  private:
   std::shared_ptr<store::Store> store_;

@@ -22,6 +22,8 @@ class KeyValueStore {
   /// Waits until `key` exists, at most `timeout`, and returns its value.
   /// @throws TimeoutError when the key does not appear in time.
   virtual std::vector<char> wait_get(const std::string& key, std::chrono::milliseconds timeout) = 0;
+  /// Leaving on an error: the store's server (rank 0) shall not wait for the other ranks to disconnect.
+  virtual void leave_without_waiting() {}
 };
 
 /// Size of an ncclUniqueId (NCCL_UNIQUE_ID_BYTES; checked against nccl.h in unique_id.cpp).

@@ -137,18 +137,23 @@ InterfaceChoice choose_interface(const InterfaceQuery& q) {
                       q.nnodes)};
 }
 
-InterfaceChoice select_interface(const std::string& master_addr, int nnodes, const std::string& ifname_variable) {
+InterfaceQuery query_interfaces(const std::string& master_addr, int nnodes, const std::string& ifname_variable,
+                                bool resolve_always) {
   InterfaceQuery q;
   q.master_addr = master_addr;
   q.nnodes = nnodes;
   q.ifname_variable = ifname_variable;
   if (const char* v = std::getenv(ifname_variable.c_str()); v && *v) q.ifname = v;
   q.interfaces = list_interfaces();
-  if (!q.ifname) {
+  if (!q.ifname || resolve_always) {
     q.master_ip = resolve_ipv4(master_addr);
     if (q.master_ip) q.route_source = route_source(*q.master_ip);
   }
-  return choose_interface(q);
+  return q;
+}
+
+InterfaceChoice select_interface(const std::string& master_addr, int nnodes, const std::string& ifname_variable) {
+  return choose_interface(query_interfaces(master_addr, nnodes, ifname_variable, false));
 }
 
 }  // namespace idist::rendezvous

@@ -57,6 +57,11 @@ std::vector<InterfaceAddress> list_interfaces();
 ///         be routed to, or a multi-node world on a host with only a loopback interface.
 InterfaceChoice choose_interface(const InterfaceQuery& q);
 
+/// Gathers the query from the system: resolves `master_addr` and asks the routing table (skipped when
+/// the interface variable is set, unless `resolve_always`), lists the interfaces, reads `ifname_variable`.
+InterfaceQuery query_interfaces(const std::string& master_addr, int nnodes, const std::string& ifname_variable,
+                                bool resolve_always);
+
 /// Gathers the query from the system (resolves `master_addr`, asks the routing table, lists the
 /// interfaces, reads the variable `ifname_variable`) and applies choose_interface().
 /// @throws BackendError as choose_interface().

@@ -1,8 +1,12 @@
 #include "store/tcp_store.hpp"
 
+#include <unistd.h>
+
 #include <cstdio>
 
 #include <fmt/format.h>
+
+#include <asio/ip/address.hpp>
 
 #include "idist/error.hpp"
 #include "store/tcp_store_client.hpp"
@@ -19,10 +23,30 @@ using Clock = std::chrono::steady_clock;
 // How long past a GET / WAIT's own timeout the client waits for the server's TIMEOUT reply before giving
 // up on the server itself.
 constexpr auto kReplySlack = std::chrono::seconds(1);
+
+[[noreturn]] void throw_unexpected(const std::string& where, const std::string& what,
+                                   const detail::TCPStoreClient::Response& r);
+}  // namespace
+
+namespace {
+// The default listening addresses: only the loopback when clients reach the server through it, since
+// nothing beyond this host could use another interface anyway; else every interface.
+std::vector<std::string> default_bind(const std::string& host) {
+  if (host == "localhost") return {"127.0.0.1"};
+  std::error_code ec;
+  const auto ip = asio::ip::make_address(host, ec);
+  if (!ec && ip.is_loopback()) return {ip.to_string()};
+  return {};
+}
+
+std::string this_host() {
+  char name[256] = {};
+  return gethostname(name, sizeof(name) - 1) == 0 ? std::string(name) : std::string("?");
+}
 }  // namespace
 
 TCPStore::TCPStore(std::string host, int port, bool is_server, int world_size, std::chrono::milliseconds timeout,
-                   bool wait_for_workers)
+                   bool wait_for_workers, TCPStoreOptions options)
     : host_(std::move(host)), port_(port), world_size_(world_size), timeout_(timeout) {
   const auto start = Clock::now();
   if (host_.empty()) throw ValueError("TCPStore: host should be a host name or address, got ''");
@@ -33,10 +57,13 @@ TCPStore::TCPStore(std::string host, int port, bool is_server, int world_size, s
   if (timeout.count() <= 0)
     throw ValueError(fmt::format("TCPStore: timeout should be positive, got {} ms", timeout.count()));
   if (is_server) {
-    server_ = std::make_unique<detail::TCPStoreServer>(port, world_size);
+    detail::ServerConfig config;
+    config.token = options.token;
+    config.bind_addresses = options.bind_addresses.empty() ? default_bind(host_) : options.bind_addresses;
+    server_ = std::make_unique<detail::TCPStoreServer>(port, world_size, std::move(config));
     port_ = server_->port();
   }
-  client_ = std::make_unique<detail::TCPStoreClient>(host_, port_, timeout_);
+  client_ = std::make_unique<detail::TCPStoreClient>(host_, port_, timeout_, options.token);
   if (world_size > 0 && check({detail::kWorldSizeKey})) {  // before joining, so a stranger is not counted
     const auto served = get_string(detail::kWorldSizeKey);
     if (served != std::to_string(world_size))
@@ -44,8 +71,8 @@ TCPStore::TCPStore(std::string host, int port, bool is_server, int world_size, s
                                    "world_size = {} (another job rendezvousing at the same address and port?)",
                                    describe(), served, world_size));
   }
-  add(kJoinedKey, 1);
-  if (is_server && wait_for_workers && world_size > 0) {
+  join(options.rank);
+  if ((is_server || options.clients_wait_for_workers) && wait_for_workers && world_size > 0) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(timeout_ - (Clock::now() - start));
     this->wait_for_workers(std::max(left, std::chrono::milliseconds(1)));
   }
@@ -61,6 +88,22 @@ TCPStore::~TCPStore() {
   server_.reset();
 }
 
+void TCPStore::join(int rank) {
+  detail::Writer w;
+  w.i64(rank);
+  w.str(this_host());
+  w.u32(static_cast<std::uint32_t>(getpid()));
+  const auto what = rank >= 0 ? fmt::format("join as rank {}", rank) : std::string("join");
+  const auto r = client_->call(Op::Join, w.buffer(), Clock::now() + timeout_, what);
+  detail::Reader reader(r.payload.data(), r.payload.size());
+  std::int64_t joined = 0;
+  if (r.status != Status::Ok || !reader.i64(joined) || !reader.at_end()) throw_unexpected(describe(), what, r);
+}
+
+std::vector<std::string> TCPStore::server_addresses() const {
+  return server_ ? server_->addresses() : std::vector<std::string>{};
+}
+
 std::string TCPStore::describe() const { return fmt::format("tcp://{}:{}", host_, port_); }
 
 void TCPStore::set(const std::string& key, const std::vector<char>& data) {
@@ -71,8 +114,7 @@ void TCPStore::set(const std::string& key, const std::vector<char>& data) {
   w.bytes(data.data(), data.size());
   const auto what = fmt::format("set('{}')", key);
   const auto r = client_->call(Op::Set, w.buffer(), Clock::now() + timeout_, what);
-  if (r.status != Status::Ok)
-    throw BackendError(fmt::format("TCPStore {}: unexpected response to {}", describe(), what));
+  if (r.status != Status::Ok || !r.payload.empty()) throw_unexpected(describe(), what, r);
 }
 
 namespace {

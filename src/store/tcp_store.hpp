@@ -23,6 +23,24 @@ class TCPStoreClient;
 /// "k" of "k of n workers joined".
 inline constexpr const char* kJoinedKey = "idist/store/joined";
 
+/// Who may use a TCPStore, where its server listens and who this client is. All optional.
+struct TCPStoreOptions {
+  /// Per-job secret. The server admits only clients whose handshake carries the same token; every client
+  /// sends its own. Empty on the server: no token is required (any process that reaches the port may use
+  /// the store, as before tokens existed). open_store() takes it from IDIST_STORE_TOKEN, which spawn /
+  /// Parallel set for their workers.
+  std::string token;
+  /// Addresses the server listens on. Empty: the loopback address `host` names when `host` is a loopback
+  /// address, else every interface. open_store() passes rendezvous::store_bind_addresses().
+  std::vector<std::string> bind_addresses;
+  /// This process's rank, announced when it joins so that a rank claimed by two processes is reported
+  /// at once by both of them and by the server's join wait; -1: unknown (no check).
+  int rank = -1;
+  /// A client (not only the server) waits in its constructor until every worker joined, so that a rank
+  /// claimed twice is reported on every rank at once rather than as a later timeout. open_store() sets it.
+  bool clients_wait_for_workers = false;
+};
+
 /// Key-value store over TCP, served by rank 0 (`is_server`) at host:port; others connect.
 /// Mirrors torch.distributed.TCPStore as used by ignite's "env://" / "tcp://" init methods.
 ///
@@ -32,7 +50,8 @@ inline constexpr const char* kJoinedKey = "idist/store/joined";
 ///   constructor waits until `world_size` clients joined; every TimeoutError of a wait says
 ///   "k of n workers joined" so that missing ranks are visible.
 /// - A malformed or oversized request closes that client's connection only; the server keeps serving the
-///   others.
+///   others. Connections without a handshake are closed after a few seconds; memory and the number of
+///   connections are capped (tcp_store_protocol.hpp). Keys under "idist/store/" are the server's own.
 /// - Shutdown: the server outlives the clients' last requests. The serving object's destructor first
 ///   closes its own client connection, then waits (at most `timeout`) until every other client has
 ///   disconnected — a client disconnects when its TCPStore is destroyed or its process exits — and only
@@ -49,11 +68,13 @@ class TCPStore final : public Store {
   /// @param timeout bound on connecting, on the join wait and on every later call (default of get / wait).
   /// @param wait_for_workers with `is_server` and world_size > 0: wait in the constructor until every
   ///        worker joined.
-  /// @throws ValueError for a bad port / timeout, or when the server expects another world_size (two jobs on
-  ///         one port); BackendError when the port cannot be bound;
+  /// @param options token, listening addresses and this client's rank (see TCPStoreOptions).
+  /// @throws ValueError for a bad port / timeout, when the server expects another world_size (two jobs on
+  ///         one port), or when this rank (or, on the server, any rank) was claimed by two processes;
+  ///         BackendError when the port cannot be bound or the server refuses this client's token;
   ///         TimeoutError when the server cannot be reached or workers do not join within `timeout`.
   TCPStore(std::string host, int port, bool is_server, int world_size, std::chrono::milliseconds timeout,
-           bool wait_for_workers = true);
+           bool wait_for_workers = true, TCPStoreOptions options = {});
   ~TCPStore() override;
   TCPStore(const TCPStore&) = delete;
   TCPStore& operator=(const TCPStore&) = delete;
@@ -78,12 +99,17 @@ class TCPStore final : public Store {
   int world_size() const { return world_size_; }
   /// True on the serving rank.
   bool is_server() const { return server_ != nullptr; }
+  /// The server's listening addresses ("::" for every interface); empty on other ranks.
+  std::vector<std::string> server_addresses() const;
   /// Number of clients that joined so far (the "k" of "k of n workers joined").
   std::int64_t num_joined();
   /// Blocks until `world_size` clients joined. @throws TimeoutError "k of n workers joined" after `timeout`.
   void wait_for_workers(std::chrono::milliseconds timeout);
 
  private:
+  // JOIN: counts this client and announces its rank; throws ValueError when the rank is taken.
+  void join(int rank);
+
   std::string host_;
   int port_;
   int world_size_;

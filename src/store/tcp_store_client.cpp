@@ -23,6 +23,7 @@ double seconds_since(Clock::time_point start) {
 struct ClientImpl {
   std::string host;
   int port;
+  std::string token;
   asio::io_context io;
   tcp::socket socket{io};
   bool connected = false;
@@ -83,6 +84,7 @@ struct ClientImpl {
           std::error_code ignored;
           socket.set_option(tcp::no_delay(true), ignored);
           connected = true;
+          hello(deadline, start);
           return;
         }
         drop();
@@ -100,6 +102,43 @@ struct ClientImpl {
         "TCPStore {}: could not connect to the store within {:.2f} s (last error: {}); is rank 0 serving it "
         "(check MASTER_ADDR / MASTER_PORT or the init_method)?",
         describe(), seconds_since(start), last_error));
+  }
+
+  // The first request of every connection: the protocol version and the job's token.
+  void hello(Clock::time_point deadline, Clock::time_point start) {
+    Writer w;
+    w.u32(kProtocolVersion);
+    w.str(token);
+    const auto r = exchange(Op::Hello, w.buffer(), deadline, start, "the handshake");
+    if (r.status == Status::Ok && r.payload.empty()) return;
+    drop();
+    Reader reader(r.payload.data(), r.payload.size());
+    std::string message = "malformed reply";
+    if (r.status == Status::Error) reader.str(message, 0, r.payload.size());
+    throw BackendError(fmt::format("TCPStore {}: {}", describe(), message));
+  }
+
+  // Sends one request and reads its response, all before `deadline`.
+  TCPStoreClient::Response exchange(Op op, const std::vector<char>& payload, Clock::time_point deadline,
+                                    Clock::time_point start, const std::string& what) {
+    const auto header = encode_header(static_cast<std::uint8_t>(op), static_cast<std::uint32_t>(payload.size()));
+    const std::array<asio::const_buffer, 2> request{asio::buffer(header), asio::buffer(payload)};
+    transfer<decltype(request), true>(request, deadline, start, what);
+
+    std::array<unsigned char, kHeaderBytes> reply_header{};
+    transfer<decltype(asio::buffer(reply_header)), false>(asio::buffer(reply_header), deadline, start, what);
+    const auto h = decode_header(reply_header.data());
+    if (!h || h->code > static_cast<std::uint8_t>(Status::Error) || h->payload_length > kMaxResponsePayload) {
+      drop();
+      throw BackendError(fmt::format("TCPStore {}: malformed response to {} (is {} an idist TCPStore?)", describe(),
+                                     what, describe()));
+    }
+    TCPStoreClient::Response response;
+    response.status = static_cast<Status>(h->code);
+    response.payload.resize(h->payload_length);
+    if (!response.payload.empty())
+      transfer<decltype(asio::buffer(response.payload)), false>(asio::buffer(response.payload), deadline, start, what);
+    return response;
   }
 
   // Reads or writes `buffers` completely before `deadline`; throws (dropping the connection) otherwise.
@@ -129,10 +168,12 @@ struct ClientImpl {
   }
 };
 
-TCPStoreClient::TCPStoreClient(std::string host, int port, std::chrono::milliseconds connect_timeout)
+TCPStoreClient::TCPStoreClient(std::string host, int port, std::chrono::milliseconds connect_timeout,
+                               std::string token)
     : impl_(std::make_unique<ClientImpl>()) {
   impl_->host = std::move(host);
   impl_->port = port;
+  impl_->token = std::move(token);
   const auto start = Clock::now();
   impl_->connect(start + connect_timeout, start);
 }
@@ -149,26 +190,7 @@ TCPStoreClient::Response TCPStoreClient::call(Op op, const std::vector<char>& pa
   std::lock_guard lock(impl_->mutex);
   const auto start = Clock::now();
   if (!impl_->connected) impl_->connect(deadline, start);
-
-  const auto header = encode_header(static_cast<std::uint8_t>(op), static_cast<std::uint32_t>(payload.size()));
-  const std::array<asio::const_buffer, 2> request{asio::buffer(header), asio::buffer(payload)};
-  impl_->transfer<decltype(request), true>(request, deadline, start, what);
-
-  std::array<unsigned char, kHeaderBytes> reply_header{};
-  impl_->transfer<decltype(asio::buffer(reply_header)), false>(asio::buffer(reply_header), deadline, start, what);
-  const auto h = decode_header(reply_header.data());
-  if (!h || h->code > static_cast<std::uint8_t>(Status::Error) || h->payload_length > kMaxResponsePayload) {
-    impl_->drop();
-    throw BackendError(fmt::format("TCPStore {}: malformed response to {} (is {} an idist TCPStore?)", describe(),
-                                   what, describe()));
-  }
-  Response response;
-  response.status = static_cast<Status>(h->code);
-  response.payload.resize(h->payload_length);
-  if (!response.payload.empty())
-    impl_->transfer<decltype(asio::buffer(response.payload)), false>(asio::buffer(response.payload), deadline, start,
-                                                                      what);
-  return response;
+  return impl_->exchange(op, payload, deadline, start, what);
 }
 
 }  // namespace idist::store::detail

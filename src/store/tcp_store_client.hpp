@@ -24,9 +24,11 @@ class TCPStoreClient {
   };
 
   /// Connects to host:port, retrying refused / failed attempts until `connect_timeout` has passed
-  /// (the server may start after its clients).
-  /// @throws TimeoutError naming host:port, the elapsed time and the last connection error.
-  TCPStoreClient(std::string host, int port, std::chrono::milliseconds connect_timeout);
+  /// (the server may start after its clients), and sends the handshake (HELLO with `token`) on this and
+  /// every later connection.
+  /// @throws TimeoutError naming host:port, the elapsed time and the last connection error; BackendError
+  ///         when the server refuses the handshake (wrong or missing token, other protocol version).
+  TCPStoreClient(std::string host, int port, std::chrono::milliseconds connect_timeout, std::string token = {});
   ~TCPStoreClient();
   TCPStoreClient(const TCPStoreClient&) = delete;
   TCPStoreClient& operator=(const TCPStoreClient&) = delete;

@@ -4,7 +4,9 @@
 
 namespace idist::store::detail {
 
-bool valid_op(std::uint8_t code) { return code >= static_cast<std::uint8_t>(Op::Set) && code <= static_cast<std::uint8_t>(Op::Check); }
+bool valid_op(std::uint8_t code) { return code >= static_cast<std::uint8_t>(Op::Set) && code <= static_cast<std::uint8_t>(Op::Join); }
+
+bool is_reserved_key(const std::string& key) { return key.starts_with(kReservedPrefix); }
 
 const char* op_name(Op op) {
   switch (op) {
@@ -13,6 +15,8 @@ const char* op_name(Op op) {
     case Op::Wait: return "wait";
     case Op::Add: return "add";
     case Op::Check: return "check";
+    case Op::Hello: return "hello";
+    case Op::Join: return "join";
   }
   return "?";
 }

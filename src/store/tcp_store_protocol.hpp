@@ -1,6 +1,8 @@
 #pragma once
-// Wire protocol of the TCPStore (version 1): one request, then one response, per exchange; a client
+// Wire protocol of the TCPStore (version 2): one request, then one response, per exchange; a client
 // sends its next request only after reading the response. All integers are little-endian.
+// The first request of every connection is a HELLO; the server closes a connection whose first frame is
+// anything else, or that sends no HELLO within the handshake timeout.
 //
 //   frame    := header payload
 //   header   := u32 magic ("IDST": 0x54534449) | u8 code | u8[3] zero | u32 payload_length   (12 bytes)
@@ -12,6 +14,10 @@
 //   3 WAIT   payload := u64 timeout_ms | u32 n | str key × n       -> OK, empty       (waits for all keys)
 //   4 ADD    payload := str key | i64 delta                        -> OK, i64 new value
 //   5 CHECK  payload := u32 n | str key × n                        -> OK, u8 all_present
+//   6 HELLO  payload := u32 version | str token                    -> OK, empty; ERROR + close when the
+//            version differs or the server has a token and this one is not it (<= kMaxHelloPayload)
+//   7 JOIN   payload := i64 rank | str host | u32 pid              -> OK, i64 joined; ERROR when another
+//            process (host, pid) already joined with this rank (rank -1: unknown, never a conflict)
 // Responses (code = status):
 //   0 OK       payload as above
 //   1 TIMEOUT  payload := u64 elapsed_ms | u32 joined | u32 world_size | u32 missing | u32 n | str key × n
@@ -23,6 +29,12 @@
 // the connection of a client that sends a bad magic, an unknown opcode, an oversized length, a payload
 // that does not parse exactly, or any byte while its GET / WAIT is pending; other clients are unaffected.
 // Counters (ADD) are stored as decimal text, so GET of a counter returns e.g. "3".
+// Keys starting with kReservedPrefix are the server's bookkeeping (world size, join count, ...): SET, and
+// ADD with a non-zero delta, on them are refused with ERROR; only HELLO / JOIN change them.
+// Resource bounds (see ServerConfig): payloads are read in chunks as they arrive, under a per-connection
+// cap (kMaxRequestPayload, kMaxHelloPayload before the handshake) and a cap on the bytes buffered by all
+// connections together; the number of connections is capped, the oldest connection without a handshake
+// being closed to make room.
 
 #include <array>
 #include <chrono>
@@ -42,19 +54,30 @@ inline constexpr const char* kAllJoinedKey = "idist/store/all_joined";
 /// two jobs rendezvousing on the same MASTER_ADDR:MASTER_PORT.
 inline constexpr const char* kWorldSizeKey = "idist/store/world_size";
 
+/// Prefix of the keys only the server changes.
+inline constexpr const char* kReservedPrefix = "idist/store/";
+/// Set by the server (value: the message) when a rank was claimed by two processes.
+inline constexpr const char* kConflictKey = "idist/store/conflict";
+
+inline constexpr std::uint32_t kProtocolVersion = 2;
+inline constexpr std::size_t kMaxTokenBytes = 1024;
+inline constexpr std::size_t kMaxHelloPayload = kMaxTokenBytes + 64;
+inline constexpr std::size_t kMaxHostBytes = 1024;
 inline constexpr std::uint32_t kMagic = 0x54534449;  // bytes 'I' 'D' 'S' 'T' on the wire
 inline constexpr std::size_t kHeaderBytes = 12;
 inline constexpr std::size_t kMaxRequestPayload = kMaxValueBytes + kMaxKeyBytes + 64;
 inline constexpr std::size_t kMaxResponsePayload = kMaxValueBytes + 64;  // a GET value; TIMEOUT lists are smaller
 inline constexpr std::size_t kMaxTimeoutReplyKeys = 64;  // a TIMEOUT lists at most this many missing keys
 
-enum class Op : std::uint8_t { Set = 1, Get = 2, Wait = 3, Add = 4, Check = 5 };
+enum class Op : std::uint8_t { Set = 1, Get = 2, Wait = 3, Add = 4, Check = 5, Hello = 6, Join = 7 };
 enum class Status : std::uint8_t { Ok = 0, Timeout = 1, Error = 2 };
 
 /// True for a known opcode.
 bool valid_op(std::uint8_t code);
 /// Name of an opcode for messages ("set", "get", ...).
 const char* op_name(Op op);
+/// True for a key of the server's bookkeeping (kReservedPrefix).
+bool is_reserved_key(const std::string& key);
 
 struct Header {
   std::uint8_t code = 0;

@@ -21,7 +21,7 @@ using namespace std::chrono_literals;
 template <class T>
 T value_of_rank(int r) {
   if constexpr (std::is_same_v<T, bool>) return r % 2 == 0;
-  else return from_int<T>(std::min<std::int64_t>(2 * r + 1, std::int64_t(exact_int_limit<T>())));
+  else return from_int<T>(std::min<std::int64_t>(2 * r + 1, exact_int_limit_i64<T>()));
 }
 
 template <class T>

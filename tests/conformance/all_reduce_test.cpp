@@ -35,7 +35,7 @@ std::int64_t product_input(int r) {
 }
 template <class T>
 std::int64_t odd_input(int r) {
-  return std::min<std::int64_t>(2 * r + 1, std::int64_t(exact_int_limit<T>()));
+  return std::min<std::int64_t>(2 * r + 1, exact_int_limit_i64<T>());
 }
 
 template <class T>

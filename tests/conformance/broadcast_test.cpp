@@ -20,7 +20,7 @@ using namespace std::chrono_literals;
 template <class T>
 T source_value(int src) {
   if constexpr (std::is_same_v<T, bool>) return src % 2 == 0;
-  else return from_int<T>(std::min<std::int64_t>(10 + 3 * src, std::int64_t(exact_int_limit<T>())));
+  else return from_int<T>(std::min<std::int64_t>(10 + 3 * src, exact_int_limit_i64<T>()));
 }
 
 template <class T>

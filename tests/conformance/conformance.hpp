@@ -96,6 +96,14 @@ double exact_int_limit() {
   else return double(std::numeric_limits<T>::max());
 }
 
+/// exact_int_limit<T>() as an int64, saturated: for int64 / uint64 the limit is 2^63 / 2^64, whose
+/// conversion to int64 is undefined behaviour (at -O0 it gave INT64_MIN).
+template <class T>
+std::int64_t exact_int_limit_i64() {
+  const double limit = exact_int_limit<T>();
+  return limit >= 0x1p63 ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(limit);
+}
+
 /// True when negative integers are representable.
 template <class T>
 constexpr bool is_signed_element = !std::is_same_v<T, bool> && (is_half_like<T> || std::is_signed_v<T>);

@@ -121,6 +121,26 @@ TEST(Spawn, WorkersGetAThreadBudgetUnlessTheUserSetOne) {
     unsetenv("OMP_NUM_THREADS");
 }
 
+TEST(Spawn, WorkersShareARandomStoreTokenOrTheUsersOne) {
+  ScratchDir dir;
+  const auto record = [](int, const std::string& out) {
+    write_text(out + "/token" + std::to_string(idist::get_rank()), env_or("IDIST_STORE_TOKEN", "<unset>"));
+  };
+  unsetenv("IDIST_STORE_TOKEN");
+  idist::spawn("gloo", record, dir.path(), options(2));
+  const std::string first = read_text(dir.file("token0"));
+  EXPECT_EQ(first.size(), 32u) << first;
+  EXPECT_EQ(first.find_first_not_of("0123456789abcdef"), std::string::npos) << first;
+  EXPECT_EQ(read_text(dir.file("token1")), first);
+  idist::spawn("gloo", record, dir.path(), options(2));
+  EXPECT_NE(read_text(dir.file("token0")), first) << "a new job needs a new token";
+  setenv("IDIST_STORE_TOKEN", "users-own", 1);
+  idist::spawn("gloo", record, dir.path(), options(2));
+  EXPECT_EQ(read_text(dir.file("token0")), "users-own");
+  EXPECT_EQ(read_text(dir.file("token1")), "users-own");
+  unsetenv("IDIST_STORE_TOKEN");
+}
+
 TEST(Spawn, FileAndTcpInitMethods) {
   ScratchDir dir;
   for (const std::string method : {"file://" + dir.file("store"), "tcp://127.0.0.1:" + std::to_string(free_tcp_port())}) {

@@ -37,11 +37,17 @@ std::unique_ptr<TCPStore> make_client(const TCPStore& server, std::chrono::milli
   return std::make_unique<TCPStore>("127.0.0.1", server.port(), false, server.world_size(), timeout);
 }
 
-// A client that speaks raw bytes (for protocol violations).
+// A client that speaks raw bytes (for protocol violations), after a valid handshake.
 class RawClient {
  public:
   explicit RawClient(int port) : socket_(io_) {
     socket_.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
+    detail::Writer w;
+    w.u32(detail::kProtocolVersion);
+    w.str("");
+    send_frame(static_cast<std::uint8_t>(detail::Op::Hello), w.buffer());
+    std::array<unsigned char, detail::kHeaderBytes> reply{};
+    asio::read(socket_, asio::buffer(reply));
   }
   void send(const void* data, std::size_t size) { asio::write(socket_, asio::buffer(data, size)); }
   void send(const std::vector<char>& data) { send(data.data(), data.size()); }
