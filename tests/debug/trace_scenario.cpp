@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "idist/idist.hpp"
+#include "support/free_port.hpp"
 
 namespace {
 
@@ -40,19 +41,6 @@ void scenario(const std::string& name, std::chrono::milliseconds timeout) {
   std::fflush(stdout);
 }
 
-int free_tcp_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  int port = 0;
-  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-    port = ntohs(addr.sin_port);
-  if (fd >= 0) ::close(fd);
-  return port;
-}
 
 }  // namespace
 
@@ -66,7 +54,7 @@ int main(int argc, char** argv) {
 #if __has_include("idist/launcher.hpp")
       idist::SpawnOptions opts;
       opts.nproc_per_node = std::atoi(n);
-      opts.master_port = free_tcp_port();
+      opts.master_port = idist::test::free_tcp_port();
       opts.timeout = timeout;
       idist::spawn(backend, [name, timeout](int) { scenario(name, timeout); }, opts);
       return 0;

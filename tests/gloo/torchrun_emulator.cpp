@@ -19,22 +19,10 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include "support/free_port.hpp"
 
 namespace {
 
-int free_tcp_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  int port = 0;
-  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-    port = ntohs(addr.sin_port);
-  if (fd >= 0) ::close(fd);
-  return port;
-}
 
 void replace_all(std::string& s, const std::string& from, const std::string& to) {
   for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
@@ -54,7 +42,7 @@ int main(int argc, char** argv) {
   }
   if (const char* m = std::getenv("IDIST_TEST_INIT_METHOD")) {
     std::string method = m;
-    replace_all(method, "{port}", std::to_string(free_tcp_port()));
+    replace_all(method, "{port}", std::to_string(idist::test::free_tcp_port()));
     if (method.find("{tmpdir}") != std::string::npos) {
       char dir[] = "/tmp/idist-test-XXXXXX";
       if (!::mkdtemp(dir)) std::perror("mkdtemp");
@@ -63,7 +51,7 @@ int main(int argc, char** argv) {
     ::setenv("IDIST_TEST_INIT_METHOD", method.c_str(), 1);
   }
   ::setenv("MASTER_ADDR", "127.0.0.1", 1);
-  ::setenv("MASTER_PORT", std::to_string(free_tcp_port()).c_str(), 1);
+  ::setenv("MASTER_PORT", std::to_string(idist::test::free_tcp_port()).c_str(), 1);
   ::setenv("WORLD_SIZE", std::to_string(nproc).c_str(), 1);
   ::setenv("LOCAL_WORLD_SIZE", std::to_string(nproc).c_str(), 1);
   std::fflush(nullptr);

@@ -16,23 +16,10 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+#include "support/free_port.hpp"
 
 namespace idist::test {
 
-/// A TCP port on 127.0.0.1 that was free a moment ago.
-inline int free_tcp_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  int port = 0;
-  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-    port = ntohs(addr.sin_port);
-  if (fd >= 0) ::close(fd);
-  return port;
-}
 
 /// A fresh directory under /tmp, removed by the destructor.
 class ScratchDir {

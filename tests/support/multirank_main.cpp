@@ -26,6 +26,7 @@
 #include "idist/idist.hpp"
 #include "support/multirank.hpp"
 #include "support/rank_report.hpp"
+#include "support/free_port.hpp"
 
 namespace idist::test {
 
@@ -45,21 +46,6 @@ int run_tests_on_this_rank() {
   return RUN_ALL_TESTS();
 }
 
-// A TCP port that was free a moment ago (bound to port 0 and released); the rendezvous server binds
-// it shortly after, so a collision with another process is unlikely, not impossible.
-int free_tcp_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  int port = 0;
-  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-    port = ntohs(addr.sin_port);
-  if (fd >= 0) ::close(fd);
-  return port;
-}
 
 void replace_all(std::string& s, const std::string& from, const std::string& to) {
   for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
