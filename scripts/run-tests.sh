@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # README command 2: the test suite. Installs the dependencies, configures with Ninja in build/,
-# builds everything and runs ctest. Exits non-zero when a test fails.
-# Extra arguments go to ctest, e.g.  scripts/run-tests.sh -R conformance
-# Environment: BUILD_DIR (default build/), JOBS (build parallelism, default nproc).
+# builds everything and runs ctest, then the sanitizer runs (scripts/run-sanitizers.sh: ASan + UBSan
+# and TSan builds of the tests without LibTorch). Exits non-zero when a test fails or a sanitizer
+# reports.
+# Extra arguments go to ctest, e.g.  scripts/run-tests.sh -R conformance  (they skip the sanitizer runs)
+# Environment: BUILD_DIR (default build/), JOBS (build parallelism, default nproc),
+#   SANITIZERS=0 to skip the sanitizer runs (default: run them when no ctest arguments are given).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,8 +23,24 @@ set +e
 status=${PIPESTATUS[0]}
 set -e
 
+sanitizers="${SANITIZERS:-$([[ $# -eq 0 ]] && echo 1 || echo 0)}"
+san_status=0
+if [[ "$sanitizers" == 1 ]]; then
+  san_log="$build/sanitizers.log"
+  set +e
+  JOBS="$jobs" bash "$root/scripts/run-sanitizers.sh" all 2>&1 | tee "$san_log"
+  san_status=${PIPESTATUS[0]}
+  set -e
+fi
+
 echo
 echo "==================== ctest summary ===================="
 sed -n -e '/tests passed, /,$p' "$log"
 echo "(full log: $log)"
-exit "$status"
+if [[ "$sanitizers" == 1 ]]; then
+  echo "==================== sanitizer runs (ASan + UBSan, then TSan) ===================="
+  grep -E 'tests passed, |Total Test time' "$san_log" || true
+  echo "(full log: $san_log; exit status $san_status)"
+fi
+[[ "$status" -ne 0 ]] && exit "$status"
+exit "$san_status"

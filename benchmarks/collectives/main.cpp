@@ -2,7 +2,9 @@
 // barrier through idist, against the raw backend call on the same communicator and buffers,
 // measured in the same run (alternating blocks of iterations). See docs/performance.md.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <exception>
 #include <memory>
@@ -33,6 +35,11 @@ Schedule schedule_for(const CollectivesOptions& o, std::size_t bytes) {
 
 // Bandwidths span six decades: four significant digits ("0.0001234", "4.783").
 std::string sig(double v) { return fmt::format("{:.4g}", v); }
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return s;
+}
 
 std::vector<Column> columns(const std::vector<Variant>& variants) {
   std::vector<Column> c{{"size_B", 10},    {"count", 9},     {"dtype", 7},     {"op", 10},
@@ -116,7 +123,8 @@ void run(const CollectivesOptions& o) {
   if (raw) variants.push_back({"raw", raw.get()});
   if (raw_nb) variants.push_back({"raw_nb", raw_nb.get()});
 
-  const std::string backend = *idist::backend() + (o.mpi_blocking ? "_blocking" : "");
+  std::string backend = *idist::backend() + (o.mpi_blocking ? "_blocking" : "");
+  if (!o.debug.empty()) backend += "_debug_" + lower(o.debug);
   if (root) {
     ensure_dir(o.out_dir);
     fmt::print("# idist collectives benchmark: backend {}, {} ranks, host {}, load average {}\n", backend, n,
@@ -171,6 +179,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "idist_bench_collectives: --mpi-blocking applies to --backend mpi only\n");
     return 2;
   }
+  // Through the environment so that spawned workers and mpirun's ranks read the same level.
+  if (!opts.debug.empty()) ::setenv("IDIST_DISTRIBUTED_DEBUG", opts.debug.c_str(), 1);
   try {
     const auto timeout = std::chrono::milliseconds(std::chrono::seconds(opts.timeout_s));
     if (opts.nproc > 0) {

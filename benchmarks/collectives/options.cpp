@@ -49,6 +49,10 @@ bool parse_collectives_options(int argc, char** argv, CollectivesOptions& o, int
   app.add_flag("--mpi-blocking", o.mpi_blocking,
                "mpi: initialize with InitOptions::mpi_blocking_collectives (MPI's blocking calls under a "
                "watchdog); results are labelled mpi_blocking");
+  app.add_option("--debug", o.debug,
+                 "Debug level of the idist side (IDIST_DISTRIBUTED_DEBUG): OFF, INFO or DETAIL; result files are "
+                 "labelled <backend>_debug_<level>. DETAIL adds one fingerprint all-gather per collective")
+      ->check(CLI::IsMember({"OFF", "INFO", "DETAIL"}));
   app.add_option("--out-dir", o.out_dir, "Directory of the CSV and Markdown result files");
   app.add_option("--timeout", o.timeout_s, "initialize() timeout in seconds (rendezvous and every collective)")
       ->check(CLI::PositiveNumber);
