@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # README command 2: the test suite. Installs the dependencies, configures with Ninja in build/,
-# builds everything and runs ctest, then the sanitizer runs (scripts/run-sanitizers.sh: ASan + UBSan
+# builds everything and runs ctest, then builds the single-backend configurations
+# (scripts/check-configurations.sh: serial-, mpi-, gloo- and nccl-only, each linking a consumer of
+# idist::Parallel) and the sanitizer runs (scripts/run-sanitizers.sh: ASan + UBSan
 # and TSan builds of the tests without LibTorch). Exits non-zero when a test fails or a sanitizer
 # reports.
 # Extra arguments go to ctest, e.g.  scripts/run-tests.sh -R conformance  (they skip the sanitizer runs)
 # Environment: BUILD_DIR (default build/), JOBS (build parallelism, default nproc),
-#   SANITIZERS=0 to skip the sanitizer runs (default: run them when no ctest arguments are given).
+#   SANITIZERS=0 to skip the sanitizer runs, CONFIGURATIONS=0 to skip the single-backend builds
+#   (default: both run when no ctest arguments are given).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,6 +26,16 @@ set +e
 status=${PIPESTATUS[0]}
 set -e
 
+configurations="${CONFIGURATIONS:-$([[ $# -eq 0 ]] && echo 1 || echo 0)}"
+cfg_status=0
+if [[ "$configurations" == 1 ]]; then
+  cfg_log="$build/configurations.log"
+  set +e
+  JOBS="$jobs" bash "$root/scripts/check-configurations.sh" 2>&1 | tee "$cfg_log"
+  cfg_status=${PIPESTATUS[0]}
+  set -e
+fi
+
 sanitizers="${SANITIZERS:-$([[ $# -eq 0 ]] && echo 1 || echo 0)}"
 san_status=0
 if [[ "$sanitizers" == 1 ]]; then
@@ -37,10 +50,14 @@ echo
 echo "==================== ctest summary ===================="
 sed -n -e '/tests passed, /,$p' "$log"
 echo "(full log: $log)"
+if [[ "$configurations" == 1 ]]; then
+  sed -n -e '/single-backend configurations =/,$p' "$cfg_log"
+fi
 if [[ "$sanitizers" == 1 ]]; then
   echo "==================== sanitizer runs (ASan + UBSan, then TSan) ===================="
   grep -E 'tests passed, |Total Test time' "$san_log" || true
   echo "(full log: $san_log; exit status $san_status)"
 fi
 [[ "$status" -ne 0 ]] && exit "$status"
+[[ "$cfg_status" -ne 0 ]] && exit "$cfg_status"
 exit "$san_status"

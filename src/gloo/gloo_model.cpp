@@ -21,6 +21,7 @@
 #include "core/backend_factories.hpp"
 #include "core/cuda_probe.hpp"
 #include "gloo/call_tag.hpp"
+#include "gloo/gloo_store.hpp"
 #include "gloo/peer_diagnosis.hpp"
 #include "gloo/reduce_functions.hpp"
 #include "gloo/tcp_device.hpp"
@@ -114,7 +115,8 @@ std::unique_ptr<Communicator> GlooModel::connect(std::vector<int> ranks, std::st
                            " within " + std::to_string(timeout().count()) + " ms: ";
   try {
     store::PrefixStore prefixed(prefix, store_);
-    context->connectFullMesh(prefixed, device_);
+    GlooStore for_gloo(prefixed);
+    context->connectFullMesh(for_gloo, device_);
   } catch (const TimeoutError& e) {
     throw TimeoutError(what + e.what());
   } catch (const ValueError&) {

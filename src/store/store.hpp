@@ -1,9 +1,11 @@
 #pragma once
 /// @file
-/// The rendezvous key-value store interface of idist: Gloo's `gloo::rendezvous::Store` (set / get /
-/// wait) plus an atomic counter (`add`) and a non-blocking presence test (`check`), which idist's own
-/// barriers and counters need. Implementations: TCPStore (tcp_store.hpp), FileStore (file_store.hpp)
-/// and PrefixStore (prefix_store.hpp), mirroring the stores behind torch.distributed's init methods.
+/// The rendezvous key-value store interface of idist: set / get / wait (what Gloo's
+/// `gloo::rendezvous::Store` asks of a store) plus an atomic counter (`add`) and a non-blocking presence
+/// test (`check`), which idist's own barriers and counters need. Implementations: TCPStore
+/// (tcp_store.hpp), FileStore (file_store.hpp) and PrefixStore (prefix_store.hpp), mirroring the stores
+/// behind torch.distributed's init methods. Independent of Gloo, so that the nccl bootstrap builds
+/// without it; the gloo backend hands a store to Gloo through src/gloo/gloo_store.hpp.
 
 #include <chrono>
 #include <cstddef>
@@ -12,8 +14,6 @@
 #include <string_view>
 #include <vector>
 
-#include <gloo/rendezvous/store.h>
-
 namespace idist::store {
 
 /// Largest key any store accepts, in bytes.
@@ -21,7 +21,7 @@ inline constexpr std::size_t kMaxKeyBytes = 4096;
 /// Largest value any store accepts, in bytes (64 MiB).
 inline constexpr std::size_t kMaxValueBytes = std::size_t{64} << 20;
 
-/// Rendezvous key-value store: Gloo's rendezvous::Store (set / get / wait) plus add and check.
+/// Rendezvous key-value store: set / get / wait plus add and check.
 ///
 /// Semantics shared by every implementation:
 /// - `set(key, value)` stores (or overwrites) a value; visible to every client once it returns.
@@ -36,9 +36,17 @@ inline constexpr std::size_t kMaxValueBytes = std::size_t{64} << 20;
 /// runs past its timeout (naming the store, the missing keys and the elapsed time); BackendError when
 /// the store cannot be reached or fails. All are idist::Error subclasses. Gloo's algorithms receive
 /// them unchanged through the rendezvous.
-class Store : public gloo::rendezvous::Store {
+class Store {
  public:
-  ~Store() override = default;
+  virtual ~Store() = default;
+
+  /// Stores (or overwrites) `data` under `key`.
+  /// @throws ValueError for an empty / oversized key or an oversized value.
+  virtual void set(const std::string& key, const std::vector<char>& data) = 0;
+
+  /// Blocks until `key` exists (at most timeout()) and returns its value.
+  /// @throws TimeoutError naming the key and the elapsed time.
+  virtual std::vector<char> get(const std::string& key) = 0;
 
   /// Atomically adds `delta` to the counter `key` (created at 0) and returns the new value.
   /// @throws ValueError when the key holds a value that is not a decimal integer.
@@ -48,11 +56,11 @@ class Store : public gloo::rendezvous::Store {
   virtual bool check(const std::vector<std::string>& keys) = 0;
 
   /// Waits for `keys` with the store's default timeout().
-  void wait(const std::vector<std::string>& keys) override { wait(keys, timeout()); }
+  void wait(const std::vector<std::string>& keys) { wait(keys, timeout()); }
 
   /// Waits until every key of `keys` exists.
   /// @throws TimeoutError after `timeout`, naming the missing keys and the elapsed time.
-  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override = 0;
+  virtual void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) = 0;
 
   /// The default timeout of get() and wait(keys), and the bound on every client call.
   virtual std::chrono::milliseconds timeout() const = 0;

@@ -11,7 +11,6 @@
 #include "idist/config.hpp"
 #include "nccl/nccl_rendezvous.hpp"
 
-#if IDIST_HAVE_GLOO
 namespace {
 
 int free_port() { return 20000 + int(::getpid() % 20000); }
@@ -67,6 +66,3 @@ TEST(NcclBootstrap, AUserChoiceIsKept) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   ::unsetenv("NCCL_SOCKET_IFNAME");
 }
-#else
-TEST(NcclBootstrap, NeedsTheStore) { GTEST_SKIP() << "this build has no rendezvous store (gloo is off)"; }
-#endif

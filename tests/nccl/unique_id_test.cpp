@@ -21,10 +21,8 @@
 #include "idist/config.hpp"
 #include "idist/error.hpp"
 #include "nccl/unique_id.hpp"
-#if IDIST_HAVE_GLOO
 #include "nccl/store_key_value.hpp"
 #include "store/tcp_store.hpp"
-#endif
 
 namespace idist::nccl_backend {
 namespace {
@@ -143,7 +141,6 @@ TEST(NcclUniqueId, AValueOfTheWrongSizeIsABackendError) {
   }
 }
 
-#if IDIST_HAVE_GLOO
 
 int free_port() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -212,7 +209,6 @@ TEST(NcclUniqueId, ProcessesExchangeTheIdThroughTheTcpStore) {
   for (int r = 1; r < kRanks; ++r) EXPECT_EQ(ids[std::size_t(r)], ids[0]) << "rank " << r;
 }
 
-#endif  // IDIST_HAVE_GLOO
 
 }  // namespace
 }  // namespace idist::nccl_backend

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "idist/config.hpp"
-#if IDIST_HAVE_GLOO
+#if IDIST_HAVE_GLOO || IDIST_HAVE_NCCL  // the store is built with either
 #include "store/store.hpp"
 #endif
 
@@ -22,7 +22,7 @@ std::string Diagnostics::progress_key(std::int64_t group_hash, int rank) {
 void Diagnostics::assign_seq(Fingerprint& call) {
   std::lock_guard lock(mutex_);
   call.seq = ++seq_[call.group_hash];
-#if IDIST_HAVE_GLOO
+#if IDIST_HAVE_GLOO || IDIST_HAVE_NCCL  // the store is built with either
   // One store write per collective: the price of naming the missing ranks after a timeout.
   if (store_) store_->set_string(progress_key(call.group_hash, rank_), std::to_string(call.seq));
 #endif
@@ -33,7 +33,7 @@ std::string Diagnostics::laggards(const Fingerprint& call, const std::vector<int
   const std::string where = fmt::format("rank {} was at seq {} of group {} ({})", rank_, call.seq, group,
                                         call.describe());
   try {
-#if IDIST_HAVE_GLOO
+#if IDIST_HAVE_GLOO || IDIST_HAVE_NCCL  // the store is built with either
     std::lock_guard lock(mutex_);
     if (store_) {
       std::string behind;
