@@ -13,6 +13,7 @@ packages=(
   zlib1g-dev
   dataset-fashion-mnist
   gnuplot-nox
+  doxygen clang-format
   iproute2
   munge slurmctld slurmd slurm-client slurm-wlm-basic-plugins
 )

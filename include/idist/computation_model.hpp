@@ -4,7 +4,7 @@
 /// ComputationModel, with torch.distributed's process-group collectives folded in).
 ///
 /// Users rarely touch it: the free functions of idist dispatch to the current model. Backend authors
-/// implement one subclass in src/<backend>/ and register a factory in src/core/registry.cpp.
+/// implement one subclass in `src/BACKEND/` and register a factory in src/core/registry.cpp.
 
 #include <chrono>
 #include <cstddef>
@@ -117,6 +117,7 @@ class ComputationModel {
   virtual void monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks);
 
  protected:
+  /// @param timeout bound on rendezvous and on every collective (InitOptions::timeout).
   explicit ComputationModel(std::chrono::milliseconds timeout) : timeout_(timeout) {}
   /// Checks `group` against the world size and returns its ranks ascending (all ranks for the world).
   /// @throws ValueError for an empty list, a duplicate or a rank outside [0, world_size()).

@@ -32,6 +32,7 @@ class Group {
   /// "world" or "[1, 2, 3]", for messages.
   std::string str() const;
 
+  /// Same member ranks in the same order (two world groups are equal).
   friend bool operator==(const Group&, const Group&) = default;
 
  private:

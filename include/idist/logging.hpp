@@ -9,11 +9,11 @@
 
 namespace idist {
 
-/// Writes `idist.<logger> INFO: <message>` to stderr on rank 0 only (other ranks stay silent, as
+/// Writes `idist.LOGGER INFO: MESSAGE` to stderr on rank 0 only (other ranks stay silent, as
 /// ignite's loggers do on ranks > 0). Mirrors `setup_logger(__name__).info(message)` in ignite.
 void log_info(std::string_view logger, std::string_view message);
 
-/// Writes `idist.<logger> WARNING: <message>` to stderr on every rank. Mirrors ignite's
+/// Writes `idist.LOGGER WARNING: MESSAGE` to stderr on every rank. Mirrors ignite's
 /// `warnings.warn(message)`, which each process prints.
 void log_warning(std::string_view logger, std::string_view message);
 

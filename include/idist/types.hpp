@@ -42,18 +42,19 @@ constexpr bool is_floating(DType t) noexcept {
 
 /// IEEE 754 binary16 storage type (what torch calls at::Half). Converts to and from float.
 struct Half {
-  std::uint16_t bits = 0;
+  std::uint16_t bits = 0;  ///< the binary16 bit pattern
   Half() = default;
   /// Rounds `f` to the nearest binary16 value (ties to even).
   explicit Half(float f) noexcept;
   /// Exact widening to float.
   explicit operator float() const noexcept;
+  /// Equal as numbers (so +0 == -0 and NaN != NaN, as in torch).
   friend bool operator==(Half a, Half b) noexcept { return float(a) == float(b); }
 };
 
 /// bfloat16 storage type (the upper 16 bits of a float32). Converts to and from float.
 struct BFloat16 {
-  std::uint16_t bits = 0;
+  std::uint16_t bits = 0;  ///< the upper 16 bits of the float32 pattern
   BFloat16() = default;
   /// Rounds `f` to the nearest bfloat16 value (ties to even; NaN stays NaN).
   explicit BFloat16(float f) noexcept;
@@ -64,6 +65,7 @@ struct BFloat16 {
     std::memcpy(&f, &u, sizeof f);
     return f;
   }
+  /// Equal as numbers (so +0 == -0 and NaN != NaN, as in torch).
   friend bool operator==(BFloat16 a, BFloat16 b) noexcept { return float(a) == float(b); }
 };
 
@@ -110,10 +112,11 @@ enum class DeviceType { CPU, CUDA };
 
 /// A device, as returned by idist::device() (mirrors torch.device). index is -1 for "cpu".
 struct Device {
-  DeviceType type = DeviceType::CPU;
-  int index = -1;
+  DeviceType type = DeviceType::CPU;  ///< CPU or CUDA
+  int index = -1;                     ///< CUDA device ordinal; -1 for the CPU
   /// "cpu" or "cuda:N".
   std::string str() const;
+  /// Same type and index.
   friend bool operator==(const Device&, const Device&) = default;
   /// Converts to torch::Device (c10::Device), so that `torch::Device d = idist::device();` and
   /// `model->to(idist::device())` compile. A template, so that this header needs no LibTorch: it
@@ -130,21 +133,22 @@ struct Device {
 
 /// A mutable, contiguous, typed view of `count` elements at `data` on `device`.
 struct Buffer {
-  void* data = nullptr;
-  std::size_t count = 0;
-  DType dtype = DType::UInt8;
-  Device device{};
+  void* data = nullptr;        ///< first element (host or device memory, as `device` says)
+  std::size_t count = 0;       ///< number of elements, not bytes
+  DType dtype = DType::UInt8;  ///< element type
+  Device device{};             ///< where `data` lives
   /// Size in bytes (count * dtype_size(dtype)).
   std::size_t bytes() const noexcept { return count * dtype_size(dtype); }
 };
 
 /// A read-only, contiguous, typed view of `count` elements at `data` on `device`.
 struct ConstBuffer {
-  const void* data = nullptr;
-  std::size_t count = 0;
-  DType dtype = DType::UInt8;
-  Device device{};
+  const void* data = nullptr;  ///< first element (host or device memory, as `device` says)
+  std::size_t count = 0;       ///< number of elements, not bytes
+  DType dtype = DType::UInt8;  ///< element type
+  Device device{};             ///< where `data` lives
   ConstBuffer() = default;
+  /// `n` elements of type `t` at `d` on `dev`.
   ConstBuffer(const void* d, std::size_t n, DType t, Device dev = {}) : data(d), count(n), dtype(t), device(dev) {}
   /// A mutable buffer is readable.
   ConstBuffer(const Buffer& b) : data(b.data), count(b.count), dtype(b.dtype), device(b.device) {}  // NOLINT

@@ -133,6 +133,8 @@ class DataLoader {
   /// One batch (Dataset::BatchType).
   using BatchType = typename Dataset::BatchType;
 
+  /// Built by auto_dataloader(): `sampler` is this rank's share (or nullptr), `resolved` the final
+  /// options (batch size per rank, workers).
   DataLoader(Dataset dataset, std::shared_ptr<EpochSampler> sampler, DataLoaderOptions resolved)
       : sampler_(std::move(sampler)), options_(std::move(resolved)) {
     torch::data::DataLoaderOptions o(options_.batch_size);

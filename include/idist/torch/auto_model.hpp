@@ -247,6 +247,7 @@ class [[nodiscard]] NoSyncGuard {
   ~NoSyncGuard() {
     if (reducer_) reducer_->set_require_sync(previous_);
   }
+  /// Takes over `other`'s restore duty (no_sync() returns the guard by value).
   NoSyncGuard(NoSyncGuard&& other) noexcept
       : reducer_(std::exchange(other.reducer_, nullptr)), previous_(other.previous_) {}
   NoSyncGuard& operator=(NoSyncGuard&&) = delete;

@@ -121,8 +121,12 @@ inline bool is_distributed_sampler(const torch::data::samplers::Sampler<>* s);
 /// Call set_epoch(e) before each epoch, or every epoch sees the same order.
 class DistributedSampler : public EpochSampler {
  public:
+  /// @param dataset_size number of examples in the dataset
   /// @param num_replicas number of ranks sharing the dataset (default: idist's world size)
   /// @param rank this rank among them (default: idist's rank)
+  /// @param shuffle draw a permutation seeded with seed + epoch (else the natural order)
+  /// @param seed base of the shuffle's seed, the same on every rank
+  /// @param drop_last drop the tail that does not divide evenly instead of padding by repetition
   /// @throws ValueError for num_replicas < 1 or rank outside [0, num_replicas - 1].
   explicit DistributedSampler(std::size_t dataset_size, std::optional<int> num_replicas = std::nullopt,
                               std::optional<int> rank = std::nullopt, bool shuffle = true, std::uint64_t seed = 0,
@@ -151,10 +155,15 @@ class DistributedSampler : public EpochSampler {
     const std::size_t n = std::min(dataset_size_, total_size()), r = std::size_t(rank_);
     return n > r ? (n - r + std::size_t(num_replicas_) - 1) / std::size_t(num_replicas_) : 0;
   }
+  /// Number of ranks sharing the dataset.
   int num_replicas() const noexcept { return num_replicas_; }
+  /// This rank among them.
   int rank() const noexcept { return rank_; }
+  /// Whether each epoch is a seeded permutation.
   bool shuffle() const noexcept { return shuffle_; }
+  /// Base of the shuffle's seed.
   std::uint64_t seed() const noexcept { return seed_; }
+  /// Whether the uneven tail is dropped.
   bool drop_last() const noexcept { return drop_last_; }
 
   /// This rank's indices for the current epoch, in order (what one epoch of next() yields).
@@ -185,10 +194,13 @@ class DistributedSampler : public EpochSampler {
     if (new_size) dataset_size_ = *new_size;
     cursor_ = {indices(), 0};
   }
+  /// The next at most `batch_size` indices of this epoch; nullopt when it is exhausted.
   torch::optional<std::vector<std::size_t>> next(std::size_t batch_size) override { return cursor_.next(batch_size); }
+  /// Writes the epoch and the position within it (resumes mid-epoch).
   void save(torch::serialize::OutputArchive& archive) const override {
     detail::save_cursor(archive, epoch_, cursor_.pos);
   }
+  /// Restores what save() wrote.
   void load(torch::serialize::InputArchive& archive) override {
     auto [epoch, pos] = detail::load_cursor(archive);
     epoch_ = epoch;
@@ -241,8 +253,11 @@ class WeightedRandomSampler : public torch::data::samplers::Sampler<> {
     const std::int64_t* p = drawn.data_ptr<std::int64_t>();
     cursor_ = {std::vector<std::size_t>(p, p + drawn.numel()), 0};
   }
+  /// The next at most `batch_size` indices of this epoch; nullopt when it is exhausted.
   torch::optional<std::vector<std::size_t>> next(std::size_t batch_size) override { return cursor_.next(batch_size); }
+  /// Writes the position within the epoch.
   void save(torch::serialize::OutputArchive& archive) const override { detail::save_cursor(archive, 0, cursor_.pos); }
+  /// Restores what save() wrote.
   void load(torch::serialize::InputArchive& archive) override { cursor_.pos = detail::load_cursor(archive).second; }
 
  private:
@@ -290,7 +305,9 @@ class DistributedProxySampler : public EpochSampler {
   /// Indices per rank and epoch (ignite's num_samples), once the wrapped sampler's length is known
   /// (from a WeightedRandomSampler at construction, else after the first reset()).
   std::optional<std::size_t> size() const override { return num_samples_; }
+  /// Number of ranks sharing the wrapped sampler's indices.
   int num_replicas() const noexcept { return num_replicas_; }
+  /// This rank among them.
   int rank() const noexcept { return rank_; }
   /// The wrapped sampler.
   const std::shared_ptr<torch::data::samplers::Sampler<>>& sampler() const noexcept { return sampler_; }
@@ -311,10 +328,13 @@ class DistributedProxySampler : public EpochSampler {
     for (std::size_t i = std::size_t(rank_); i < all.size(); i += std::size_t(num_replicas_)) mine.push_back(all[i]);
     cursor_ = {std::move(mine), 0};
   }
+  /// The next at most `batch_size` indices of this epoch; nullopt when it is exhausted.
   torch::optional<std::vector<std::size_t>> next(std::size_t batch_size) override { return cursor_.next(batch_size); }
+  /// Writes the epoch and the position within it (resumes mid-epoch).
   void save(torch::serialize::OutputArchive& archive) const override {
     detail::save_cursor(archive, epoch_, cursor_.pos);
   }
+  /// Restores what save() wrote.
   void load(torch::serialize::InputArchive& archive) override {
     auto [epoch, pos] = detail::load_cursor(archive);
     epoch_ = epoch;
