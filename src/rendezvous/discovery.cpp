@@ -63,6 +63,27 @@ void take_nproc(WorldInfo& info, const Environ& env, const std::string& name) {
   info.nproc_per_node = *nproc;
   info.nproc_from_env = true;
 }
+
+// The variables an MPI launcher (Open MPI's mpirun, a PMI launcher) exports for each process.
+struct MpiLauncherVars {
+  const char* source;
+  const char* rank;
+  const char* size;
+  const char* local_rank;  // may be absent (local rank then unknown, taken as 0)
+  const char* local_size;  // may be absent
+};
+
+// `values` holds the rank and size read together from `vars.rank` and `vars.size`.
+void take_mpi_launcher(WorldInfo& info, const Environ& env, const std::vector<int>& values, const MpiLauncherVars& vars) {
+  info.source = vars.source;
+  info.rank = values[0];
+  info.world_size = values[1];
+  const auto local = get_int(env, vars.local_rank);
+  info.local_rank = local.value_or(0);
+  info.local_rank_known = local.has_value();
+  check_ranks(info, vars.rank, vars.size, vars.local_rank);
+  take_nproc(info, env, vars.local_size);
+}
 }  // namespace
 
 Environ current_environ() {
@@ -125,23 +146,10 @@ WorldInfo discover(const InitOptions& opts, const Environ& env, std::optional<in
     check_ranks(info, "RANK", "WORLD_SIZE", "LOCAL_RANK");
     take_nproc(info, env, "LOCAL_WORLD_SIZE");
   } else if (auto v = read_together(env, {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, "Open MPI configuration")) {
-    info.source = "openmpi";
-    info.rank = (*v)[0];
-    info.world_size = (*v)[1];
-    const auto local = get_int(env, "OMPI_COMM_WORLD_LOCAL_RANK");
-    info.local_rank = local.value_or(0);
-    info.local_rank_known = local.has_value();
-    check_ranks(info, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK");
-    take_nproc(info, env, "OMPI_COMM_WORLD_LOCAL_SIZE");
+    take_mpi_launcher(info, env, *v, {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                                      "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"});
   } else if (auto v = read_together(env, {"PMI_RANK", "PMI_SIZE"}, "PMI configuration")) {
-    info.source = "pmi";
-    info.rank = (*v)[0];
-    info.world_size = (*v)[1];
-    const auto local = get_int(env, "MPI_LOCALRANKID");
-    info.local_rank = local.value_or(0);
-    info.local_rank_known = local.has_value();
-    check_ranks(info, "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID");
-    take_nproc(info, env, "MPI_LOCALNRANKS");
+    take_mpi_launcher(info, env, *v, {"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"});
   }
 
   if (opts.local_rank >= 0) {  // an explicit local rank beats every source

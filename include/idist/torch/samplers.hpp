@@ -108,6 +108,42 @@ namespace detail {
 /// included, is not.
 inline bool is_distributed_sampler(const torch::data::samplers::Sampler<>* s);
 
+/// What the two distributed samplers share: the rank's place among num_replicas, the epoch, and a
+/// cursor over this epoch's indices that reset() fills, next() walks and save() / load() persist.
+class ShardedEpochSampler : public EpochSampler {
+ public:
+  /// Selects the epoch whose indices the next reset() draws.
+  void set_epoch(std::uint64_t epoch) override { epoch_ = epoch; }
+  /// The epoch set last (0 before any).
+  std::uint64_t epoch() const override { return epoch_; }
+  /// Number of ranks sharing the indices.
+  int num_replicas() const noexcept { return num_replicas_; }
+  /// This rank among them.
+  int rank() const noexcept { return rank_; }
+  /// The next at most `batch_size` indices of this epoch; nullopt when it is exhausted.
+  torch::optional<std::vector<std::size_t>> next(std::size_t batch_size) override { return cursor_.next(batch_size); }
+  /// Writes the epoch and the position within it (resumes mid-epoch).
+  void save(torch::serialize::OutputArchive& archive) const override { save_cursor(archive, epoch_, cursor_.pos); }
+  /// Restores what save() wrote: redraws that epoch's indices and moves to the saved position.
+  void load(torch::serialize::InputArchive& archive) override {
+    auto [epoch, pos] = load_cursor(archive);
+    epoch_ = epoch;
+    reset(torch::nullopt);
+    cursor_.pos = pos;
+  }
+
+ protected:
+  /// Resolves and checks num_replicas / rank (see replicas_and_rank); `who` names the sampler in errors.
+  ShardedEpochSampler(std::optional<int> num_replicas, std::optional<int> rank, const char* who) {
+    std::tie(num_replicas_, rank_) = replicas_and_rank(num_replicas, rank, who);
+  }
+
+  int num_replicas_ = 1;
+  int rank_ = 0;
+  std::uint64_t epoch_ = 0;
+  IndexCursor cursor_;
+};
+
 }  // namespace detail
 
 /// torch.utils.data.DistributedSampler for LibTorch: restricts loading to this rank's share of a
@@ -119,7 +155,7 @@ inline bool is_distributed_sampler(const torch::data::samplers::Sampler<>* s);
 /// every num_replicas-th index starting at r. Every rank therefore gets size() indices:
 /// ceil(dataset_size / num_replicas), or floor(...) with drop_last when not divisible.
 /// Call set_epoch(e) before each epoch, or every epoch sees the same order.
-class DistributedSampler : public EpochSampler {
+class DistributedSampler : public detail::ShardedEpochSampler {
  public:
   /// @param dataset_size number of examples in the dataset
   /// @param num_replicas number of ranks sharing the dataset (default: idist's world size)
@@ -131,12 +167,13 @@ class DistributedSampler : public EpochSampler {
   explicit DistributedSampler(std::size_t dataset_size, std::optional<int> num_replicas = std::nullopt,
                               std::optional<int> rank = std::nullopt, bool shuffle = true, std::uint64_t seed = 0,
                               bool drop_last = false)
-      : dataset_size_(dataset_size), shuffle_(shuffle), seed_(seed), drop_last_(drop_last) {
-    std::tie(num_replicas_, rank_) = detail::replicas_and_rank(num_replicas, rank, "DistributedSampler");
-  }
+      : ShardedEpochSampler(num_replicas, rank, "DistributedSampler"),
+        dataset_size_(dataset_size),
+        shuffle_(shuffle),
+        seed_(seed),
+        drop_last_(drop_last) {}
 
-  void set_epoch(std::uint64_t epoch) override { epoch_ = epoch; }
-  std::uint64_t epoch() const override { return epoch_; }
+  /// Indices per rank and epoch (num_samples()).
   std::optional<std::size_t> size() const override { return num_samples(); }
 
   /// Indices per rank and epoch (torch's num_samples).
@@ -155,10 +192,6 @@ class DistributedSampler : public EpochSampler {
     const std::size_t n = std::min(dataset_size_, total_size()), r = std::size_t(rank_);
     return n > r ? (n - r + std::size_t(num_replicas_) - 1) / std::size_t(num_replicas_) : 0;
   }
-  /// Number of ranks sharing the dataset.
-  int num_replicas() const noexcept { return num_replicas_; }
-  /// This rank among them.
-  int rank() const noexcept { return rank_; }
   /// Whether each epoch is a seeded permutation.
   bool shuffle() const noexcept { return shuffle_; }
   /// Base of the shuffle's seed.
@@ -194,29 +227,12 @@ class DistributedSampler : public EpochSampler {
     if (new_size) dataset_size_ = *new_size;
     cursor_ = {indices(), 0};
   }
-  /// The next at most `batch_size` indices of this epoch; nullopt when it is exhausted.
-  torch::optional<std::vector<std::size_t>> next(std::size_t batch_size) override { return cursor_.next(batch_size); }
-  /// Writes the epoch and the position within it (resumes mid-epoch).
-  void save(torch::serialize::OutputArchive& archive) const override {
-    detail::save_cursor(archive, epoch_, cursor_.pos);
-  }
-  /// Restores what save() wrote.
-  void load(torch::serialize::InputArchive& archive) override {
-    auto [epoch, pos] = detail::load_cursor(archive);
-    epoch_ = epoch;
-    reset();
-    cursor_.pos = pos;
-  }
 
  private:
   std::size_t dataset_size_;
-  int num_replicas_ = 1;
-  int rank_ = 0;
   bool shuffle_;
   std::uint64_t seed_;
   bool drop_last_;
-  std::uint64_t epoch_ = 0;
-  detail::IndexCursor cursor_;
 };
 
 /// torch.utils.data.WeightedRandomSampler for LibTorch: each reset() draws `num_samples` indices
@@ -276,7 +292,7 @@ class WeightedRandomSampler : public torch::data::samplers::Sampler<> {
 /// reach ceil(len / num_replicas) * num_replicas indices, then truncating —, and gives rank r every
 /// num_replicas-th index starting at r. The wrapped sampler's length is assumed constant; it is
 /// measured on each draw. Call set_epoch(e) before each epoch.
-class DistributedProxySampler : public EpochSampler {
+class DistributedProxySampler : public detail::ShardedEpochSampler {
  public:
   /// Wraps a shared sampler (shared with the caller). A user's own EpochSampler is accepted (it is
   /// not distributed); its set_epoch is not called: the proxy seeds the global generator instead.
@@ -284,11 +300,10 @@ class DistributedProxySampler : public EpochSampler {
   ///         num_replicas < 1, or rank outside [0, num_replicas - 1].
   DistributedProxySampler(std::shared_ptr<torch::data::samplers::Sampler<>> sampler,
                           std::optional<int> num_replicas = std::nullopt, std::optional<int> rank = std::nullopt)
-      : sampler_(std::move(sampler)) {
+      : ShardedEpochSampler(num_replicas, rank, "DistributedProxySampler"), sampler_(std::move(sampler)) {
     if (!sampler_) throw ValueError("DistributedProxySampler: Argument sampler should be a sampler, but given null");
     if (detail::is_distributed_sampler(sampler_.get()))
       throw ValueError("DistributedProxySampler: Argument sampler must not be a distributed sampler already");
-    std::tie(num_replicas_, rank_) = detail::replicas_and_rank(num_replicas, rank, "DistributedProxySampler");
     if (auto* w = dynamic_cast<WeightedRandomSampler*>(sampler_.get())) set_length(w->size());
   }
 
@@ -300,15 +315,9 @@ class DistributedProxySampler : public EpochSampler {
                                    std::optional<int> rank = std::nullopt)
       : DistributedProxySampler(std::make_shared<S>(std::move(sampler)), num_replicas, rank) {}
 
-  void set_epoch(std::uint64_t epoch) override { epoch_ = epoch; }
-  std::uint64_t epoch() const override { return epoch_; }
   /// Indices per rank and epoch (ignite's num_samples), once the wrapped sampler's length is known
   /// (from a WeightedRandomSampler at construction, else after the first reset()).
   std::optional<std::size_t> size() const override { return num_samples_; }
-  /// Number of ranks sharing the wrapped sampler's indices.
-  int num_replicas() const noexcept { return num_replicas_; }
-  /// This rank among them.
-  int rank() const noexcept { return rank_; }
   /// The wrapped sampler.
   const std::shared_ptr<torch::data::samplers::Sampler<>>& sampler() const noexcept { return sampler_; }
 
@@ -328,19 +337,6 @@ class DistributedProxySampler : public EpochSampler {
     for (std::size_t i = std::size_t(rank_); i < all.size(); i += std::size_t(num_replicas_)) mine.push_back(all[i]);
     cursor_ = {std::move(mine), 0};
   }
-  /// The next at most `batch_size` indices of this epoch; nullopt when it is exhausted.
-  torch::optional<std::vector<std::size_t>> next(std::size_t batch_size) override { return cursor_.next(batch_size); }
-  /// Writes the epoch and the position within it (resumes mid-epoch).
-  void save(torch::serialize::OutputArchive& archive) const override {
-    detail::save_cursor(archive, epoch_, cursor_.pos);
-  }
-  /// Restores what save() wrote.
-  void load(torch::serialize::InputArchive& archive) override {
-    auto [epoch, pos] = detail::load_cursor(archive);
-    epoch_ = epoch;
-    reset();
-    cursor_.pos = pos;
-  }
 
  private:
   void set_length(std::size_t len) {
@@ -349,11 +345,7 @@ class DistributedProxySampler : public EpochSampler {
   }
 
   std::shared_ptr<torch::data::samplers::Sampler<>> sampler_;
-  int num_replicas_ = 1;
-  int rank_ = 0;
-  std::uint64_t epoch_ = 0;
   std::optional<std::size_t> num_samples_;
-  detail::IndexCursor cursor_;
 };
 
 namespace detail {
