@@ -61,6 +61,7 @@ NCCLModel::NCCLModel(const InitOptions& opts) : ComputationModel(opts.timeout) {
   Rendezvous rv = rendezvous(opts);
   layout_ = rv.layout;
   store_ = std::move(rv.store);
+  rendezvous_store_ = std::move(rv.rendezvous_store);
   env_guard_ = std::move(rv.env_guard);
   interface_ = std::move(rv.interface);
 

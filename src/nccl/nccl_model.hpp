@@ -38,6 +38,7 @@ class NCCLModel final : public ComputationModel {
   int nnodes() const override { return layout_.nnodes; }
   Device device() const override { return Device{DeviceType::CUDA, device_}; }
   std::optional<std::string> network_interface() const override { return interface_; }
+  store::Store* rendezvous_store() override { return rendezvous_store_.get(); }
 
   void finalize() override;
   std::optional<int> group_rank(const Group& group) override;
@@ -64,6 +65,7 @@ class NCCLModel final : public ComputationModel {
   int device_ = 0;
   bool use_split_ = kHaveCommSplit;
   std::shared_ptr<KeyValueStore> store_;
+  std::shared_ptr<store::Store> rendezvous_store_;  // store_'s store, for the debug layer
   std::shared_ptr<void> env_guard_;
   std::optional<std::string> interface_;  // the bootstrap interface idist chose, for show_config
   std::shared_ptr<BlockPool> pinned_;

@@ -17,6 +17,7 @@ Rendezvous rendezvous(const InitOptions& opts) {
   if (info.world_size > 1) {
     std::shared_ptr<store::Store> store = rendezvous::open_store(opts, info);
     rendezvous::exchange_topology(*store, info, opts.timeout);
+    out.rendezvous_store = store;
     out.store = std::make_shared<StoreKeyValue>(std::move(store));
   }
   out.layout = WorldLayout{info.rank, info.local_rank, info.world_size, info.nproc_per_node, info.node_rank, info.nnodes};

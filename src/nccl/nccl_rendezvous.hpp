@@ -6,6 +6,7 @@
 #include <string>
 
 #include "idist/context.hpp"
+#include "store/store.hpp"
 #include "nccl/unique_id.hpp"
 
 namespace idist::nccl_backend {
@@ -26,6 +27,8 @@ struct WorldLayout {
 struct Rendezvous {
   WorldLayout layout;
   std::shared_ptr<KeyValueStore> store;
+  /// The same store, whole: IDIST_DISTRIBUTED_DEBUG=INFO records each rank's progress in it.
+  std::shared_ptr<store::Store> rendezvous_store;
   std::shared_ptr<void> env_guard;
   /// The bootstrap interface idist chose ("eth0 198.18.0.2 (why)"), exported as NCCL_SOCKET_IFNAME
   /// for NCCL's bootstrap when the user did not set that variable; nullopt otherwise.
@@ -38,7 +41,7 @@ struct Rendezvous {
 /// NCCL_SOCKET_IFNAME, exports it (exact match) as the interface that routes to MASTER_ADDR
 /// (rendezvous::select_interface), so NCCL's bootstrap never advertises a loopback address to other hosts.
 /// @throws ValueError for inconsistent rank information; TimeoutError when ranks do not meet within
-///         opts.timeout; BackendError when this build has no store and the world is larger than one.
+///         opts.timeout.
 Rendezvous rendezvous(const InitOptions& opts);
 
 }  // namespace idist::nccl_backend

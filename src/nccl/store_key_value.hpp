@@ -1,5 +1,5 @@
 #pragma once
-// KeyValueStore over idist's rendezvous store (only in builds with the store, i.e. with Gloo).
+// KeyValueStore over idist's rendezvous store.
 #include <memory>
 #include <string>
 #include <vector>
