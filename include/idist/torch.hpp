@@ -14,6 +14,7 @@
 #include "idist/torch/collectives.hpp"
 #include "idist/torch/reducer.hpp"
 #include "idist/torch/auto_model.hpp"
+#include "idist/torch/comm_hooks.hpp"
 #include "idist/torch/auto_optim.hpp"
 #include "idist/torch/samplers.hpp"
 #include "idist/torch/auto_dataloader.hpp"

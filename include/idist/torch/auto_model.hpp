@@ -22,6 +22,7 @@
 #include "idist/error.hpp"
 #include "idist/torch/collectives.hpp"
 #include "idist/torch/dtype.hpp"
+#include "idist/torch/comm_hook.hpp"
 #include "idist/torch/reducer.hpp"
 
 namespace idist {
@@ -229,6 +230,31 @@ Model auto_model(Model model, const AutoModelOptions& opts = {}) {
     detail::reducer_registry().add(module, detail::Reducer::create(module, ropts));
   }
   return model;
+}
+
+/// Replaces the all-reduce of each gradient bucket of a model prepared by auto_model with `hook`
+/// (DistributedDataParallel.register_comm_hook): from the next backward on, every bucket is handed
+/// to the hook as an idist::GradBucket holding this rank's undivided gradients, and the hook's
+/// BucketFuture yields the averaged bucket. Built-in hooks: idist::comm_hooks (allreduce,
+/// fp16_compress, bf16_compress, powersgd). Every rank must register an equivalent hook.
+///
+///     model = idist::auto_model(model);
+///     idist::register_comm_hook(model, idist::comm_hooks::fp16_compress());
+///
+/// With world size 1 (no reducer, nothing to communicate) the hook is not used.
+/// @throws ValueError for an empty hook, a second registration on the same model, or when the
+///         world size is > 1 and the model did not go through auto_model.
+template <detail::ModelHandle Model>
+void register_comm_hook(const Model& model, CommHook hook) {
+  auto reducer = detail::reducer_of(model);
+  if (!hook) throw ValueError("register_comm_hook: the hook is empty; expected a callable");
+  if (!reducer) {
+    if (get_world_size() > 1)
+      throw ValueError(
+          "register_comm_hook: the model was not prepared by idist::auto_model, so it has no gradient buckets to hook");
+    return;
+  }
+  reducer->register_comm_hook(std::move(hook));
 }
 
 /// RAII guard of no_sync(): while it lives, backward() accumulates gradients locally without

@@ -27,6 +27,10 @@
 ///   gradients are averaged when backward() returns. Nothing is in flight afterwards, so the user's own collectives never
 ///   interleave with gradient buckets.
 ///
+/// With a communication hook (register_comm_hook), gradients enter the buckets undivided and each
+/// ready bucket is handed to the hook instead of the all-reduce; the final callback waits for the
+/// hooks' futures in bucket order and copies what they return into the buckets.
+///
 /// Differences from DDP: the bucket order stays the reverse registration order (DDP rebuilds its
 /// buckets after the first iteration from the observed order); whether a backward synchronises is
 /// decided when its first gradient is ready (DDP decides in forward), so no_sync() must cover the
@@ -53,6 +57,7 @@
 #include "idist/context.hpp"
 #include "idist/error.hpp"
 #include "idist/torch/collectives.hpp"
+#include "idist/torch/comm_hook.hpp"
 #include "idist/torch/dtype.hpp"
 #include "idist/work.hpp"
 
@@ -206,6 +211,25 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     std::lock_guard lock(mutex_);
     return is_slot_alias(i);
   }
+  /// Replaces each bucket's all-reduce with `hook` from the next backward on (DDP's
+  /// register_comm_hook). Gradients then enter the buckets undivided: the hook averages.
+  /// @throws ValueError for an empty hook, a second registration (DDP allows one), or a call during
+  ///         a backward.
+  void register_comm_hook(CommHook hook) {
+    std::lock_guard lock(mutex_);
+    if (!hook) throw ValueError("register_comm_hook: the hook is empty; expected a callable");
+    if (comm_hook_)
+      throw ValueError("register_comm_hook: a communication hook is already registered on this model; it can be "
+                       "registered only once (as in DistributedDataParallel)");
+    if (in_backward_) throw ValueError("register_comm_hook: called during a backward; register it before training");
+    comm_hook_ = std::move(hook);
+  }
+  /// Whether a communication hook replaces the default all-reduce.
+  bool has_comm_hook() const {
+    std::lock_guard lock(mutex_);
+    return bool(comm_hook_);
+  }
+
   /// Buckets whose all-reduce the hooks launched during the last synchronised backward, before
   /// its final callback: the communication that overlapped the rest of the backward.
   std::size_t early_launches() const {
@@ -225,7 +249,10 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     at::Tensor flat;
     std::size_t pending = 0;  // parameters whose gradient is not in yet
     Work work;
+    BucketFuture future;  // with a communication hook: the hook's pending result
     bool launched = false;
+    /// Drives progress and reports whether the bucket's reduction finished.
+    bool is_completed() { return work.is_completed() && future.is_completed(); }
   };
 
   /// Calls Reducer::on_grad_ready once AccumulateGrad has updated the parameter's .grad().
@@ -312,6 +339,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
       b.pending = b.params.size();
       b.launched = false;
       b.work = Work{};
+      b.future = BucketFuture{};
     }
     next_bucket_ = 0;
     in_backward_ = true;
@@ -344,6 +372,8 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
         } else if (grad.is_sparse()) {
           throw ValueError("auto_model: parameter '" + names_[i] +
                            "' has a sparse gradient; idist averages dense gradients only");
+        } else if (comm_hook_) {
+          if (!is_slot_alias(i)) view.copy_(grad);  // undivided: the hook averages
         } else if (is_slot_alias(i)) {
           view.div_(world_size_tensor_);  // autograd accumulated into the slot: average in place
         } else {
@@ -353,7 +383,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
       Bucket& b = buckets_[slots_[i].bucket];
       if (--b.pending == 0) launch_ready_buckets();
       // Drive progress of what is in flight (some backends progress only when polled).
-      for (std::size_t k = 0; k < next_bucket_; ++k) buckets_[k].work.is_completed();
+      for (std::size_t k = 0; k < next_bucket_; ++k) buckets_[k].is_completed();
     } catch (...) {
       // The backward fails with this error; leave nothing half-done for the next one.
       drain_quietly();
@@ -366,10 +396,14 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   void launch_ready_buckets() {
     while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0) {
       std::size_t in_flight = 1;
-      for (std::size_t k = 0; k < next_bucket_; ++k) in_flight += buckets_[k].work.is_completed() ? 0 : 1;
+      for (std::size_t k = 0; k < next_bucket_; ++k) in_flight += buckets_[k].is_completed() ? 0 : 1;
       peak_in_flight_ = std::max(peak_in_flight_, in_flight);
-      Bucket& b = buckets_[next_bucket_++];
-      if (no_async_progress_) {
+      const std::size_t index = next_bucket_++;
+      Bucket& b = buckets_[index];
+      if (comm_hook_) {
+        b.work = Work{};
+        b.future = run_comm_hook(index);
+      } else if (no_async_progress_) {
         // Nothing progresses in the background: run the bucket now through the backend's blocking
         // form (MPI_Allreduce itself with mpi_blocking_collectives, whose large-message algorithms
         // beat the non-blocking ones).
@@ -382,12 +416,45 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     }
   }
 
+  /// Hands bucket `index` to the communication hook.
+  BucketFuture run_comm_hook(std::size_t index) {
+    const Bucket& b = buckets_[index];
+    std::vector<at::Tensor> params;
+    std::vector<std::int64_t> offsets;
+    for (std::size_t i : b.params) {
+      params.push_back(params_[i]);
+      offsets.push_back(slots_[i].offset);
+    }
+    GradBucket bucket(index, b.flat, std::move(params), std::move(offsets), index + 1 == buckets_.size());
+    return comm_hook_(bucket);
+  }
+
+  /// Waits for bucket `b`'s reduction; with a hook, copies the hook's result into the bucket.
+  /// @throws ValueError when a hook returns a tensor of another size or dtype than the bucket.
+  void wait_bucket(Bucket& b, std::size_t index) {
+    b.work.wait();
+    if (!comm_hook_) return;
+    const at::Tensor out = b.future.wait();
+    if (!out.defined() || out.is_same(b.flat)) return;
+    if (out.numel() != b.flat.numel() || out.scalar_type() != b.flat.scalar_type())
+      throw ValueError("register_comm_hook: the hook returned a " + std::string(c10::toString(out.scalar_type())) +
+                       " tensor of " + std::to_string(out.numel()) + " elements for bucket " + std::to_string(index) +
+                       ", expected " + std::string(c10::toString(b.flat.scalar_type())) + " with " +
+                       std::to_string(b.flat.numel()) + " elements (the bucket's buffer)");
+    at::NoGradGuard no_grad;
+    b.flat.copy_(out.reshape({-1}));
+  }
+
   /// Waits for launched buckets, swallowing their errors (used before reporting another error).
   void drain_quietly() noexcept {
     for (auto& b : buckets_) {
       if (!b.launched) continue;
       try {
         b.work.wait();
+      } catch (...) {
+      }
+      try {
+        b.future.wait();
       } catch (...) {
       }
       b.launched = false;
@@ -430,7 +497,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
       at::Tensor used = at::tensor(at::ArrayRef<std::int32_t>(used_), at::kInt);
       Work used_work;
       if (opts_.find_unused_parameters) used_work = all_reduce_async(used, ReduceOp::Sum);
-      for (auto& b : buckets_) b.work.wait();
+      for (std::size_t k = 0; k < buckets_.size(); ++k) wait_bucket(buckets_[k], k);
       used_work.wait();
       const std::int32_t* used_by_any = used.data_ptr<std::int32_t>();
       at::NoGradGuard no_grad;
@@ -483,6 +550,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   void broadcast_buffers() { broadcast_coalesced(buffers_, 0); }
 
   Options opts_;
+  CommHook comm_hook_;  // empty: the default all-reduce of averaged gradients
   int world_size_ = 1;
   bool no_async_progress_ = false;  // buckets are all-reduced at once (see the file comment)
   at::Tensor world_size_tensor_;  // 0-dim divisor of the averaging

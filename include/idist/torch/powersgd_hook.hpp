@@ -1,0 +1,242 @@
+#pragma once
+/// @file
+/// PowerSGD gradient compression for auto_model (idist::comm_hooks::powersgd): PyTorch's
+/// powerSGD_hook algorithm (torch/distributed/algorithms/ddp_comm_hooks/powerSGD_hook.py) on idist's
+/// collectives.
+///
+/// Per bucket and iteration, after start_powersgd_iter vanilla iterations:
+/// 1. error feedback: the bucket gains the error left by the previous compression of this bucket;
+/// 2. every gradient viewed as an n x m matrix M (n = first dimension) with (n + m) * r *
+///    min_compression_rate < n * m is compressed (r = min(n, m, rank)); the others (1-D tensors
+///    among them) are all-reduced uncompressed, concatenated;
+/// 3. P = M Q (Q random and orthogonalised the first time, or always without warm_start; else last
+///    iteration's Q, re-orthogonalised); all-reduce P; orthogonalise P (Gram-Schmidt);
+///    Q = M^T P; all-reduce Q; M = P Q^T / world size;
+/// 4. the error is the bucket before compression minus after.
+/// Costs per compressed matrix (n + m) * r elements on the wire instead of n * m.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "idist/context.hpp"
+#include "idist/error.hpp"
+#include "idist/torch/collectives.hpp"
+#include "idist/torch/comm_hook.hpp"
+
+namespace idist {
+
+/// Options of comm_hooks::powersgd, named and defaulted as PyTorch's PowerSGDState.
+struct PowerSGDOptions {
+  /// Rank r of the approximation (PyTorch: matrix_approximation_rank). Higher: more accurate, more
+  /// bytes ((n + m) * r per n x m gradient).
+  int matrix_approximation_rank = 1;
+  /// Iterations (backwards) of plain all-reduce before compression starts (start_powerSGD_iter).
+  /// Must be > 1 with error feedback or warm start.
+  std::int64_t start_powersgd_iter = 1000;
+  /// A matrix is compressed only when (n + m) * r * min_compression_rate < n * m.
+  double min_compression_rate = 2.0;
+  /// Adds each bucket's compression error to its next gradients (use_error_feedback).
+  bool use_error_feedback = true;
+  /// Starts each iteration's power iteration from the previous Q (warm_start).
+  bool warm_start = true;
+  /// Added to column norms in the orthogonalisation; 0 divides by the norm alone
+  /// (orthogonalization_epsilon).
+  double orthogonalization_epsilon = 0.0;
+  /// Seed of the random initial Q matrices, the same on every rank (random_seed).
+  std::uint64_t random_seed = 0;
+};
+
+namespace comm_hooks::detail {
+
+/// Gram-Schmidt on the columns of `m` (n x r) in place: each column normalised, then removed from
+/// the later ones.
+inline void orthogonalize(at::Tensor& m, double epsilon) {
+  const std::int64_t cols = m.size(1);
+  for (std::int64_t i = 0; i < cols; ++i) {
+    at::Tensor col = m.narrow(1, i, 1);
+    const at::Tensor norm = at::norm(col);
+    if (epsilon == 0.0)
+      col.div_(norm);
+    else
+      col.div_(norm + epsilon);
+    if (i + 1 < cols) {
+      at::Tensor rest = m.narrow(1, i + 1, cols - i - 1);
+      rest.sub_(at::sum(col * rest, 0) * col);
+    }
+  }
+}
+
+}  // namespace comm_hooks::detail
+
+/// The state and algorithm behind comm_hooks::powersgd (PyTorch's PowerSGDState + powerSGD_hook).
+/// One instance per model: it keys error feedback and warm-start matrices by bucket index.
+class PowerSGDState {
+ public:
+  /// @throws ValueError for matrix_approximation_rank < 1, start_powersgd_iter < 0,
+  ///         min_compression_rate < 0, orthogonalization_epsilon < 0, or start_powersgd_iter <= 1
+  ///         with use_error_feedback or warm_start (PyTorch's rule: buckets settle after the first
+  ///         iteration).
+  explicit PowerSGDState(PowerSGDOptions options) : opts_(options), rng_(options.random_seed) {
+    if (opts_.matrix_approximation_rank < 1)
+      throw ValueError("powersgd: matrix_approximation_rank should be >= 1, but given " +
+                       std::to_string(opts_.matrix_approximation_rank));
+    if (opts_.start_powersgd_iter < 0)
+      throw ValueError("powersgd: start_powersgd_iter should be >= 0, but given " +
+                       std::to_string(opts_.start_powersgd_iter));
+    if (!(opts_.min_compression_rate >= 0))
+      throw ValueError("powersgd: min_compression_rate should be >= 0, but given " +
+                       std::to_string(opts_.min_compression_rate));
+    if (!(opts_.orthogonalization_epsilon >= 0))
+      throw ValueError("powersgd: orthogonalization_epsilon should be >= 0, but given " +
+                       std::to_string(opts_.orthogonalization_epsilon));
+    if ((opts_.use_error_feedback || opts_.warm_start) && opts_.start_powersgd_iter <= 1)
+      throw ValueError("powersgd: start_powersgd_iter should be > 1 with use_error_feedback or warm_start, but given " +
+                       std::to_string(opts_.start_powersgd_iter) +
+                       " (the first iterations run plain all-reduce while the buckets settle)");
+  }
+
+  /// Iterations (backwards) seen so far; compression runs once iter() >= start_powersgd_iter.
+  std::int64_t iter() const noexcept { return iter_; }
+  /// The options in force.
+  const PowerSGDOptions& options() const noexcept { return opts_; }
+
+  /// Reduces one bucket (see the file comment); what the hook calls.
+  BucketFuture run(GradBucket& bucket) {
+    const at::Tensor& input = bucket.buffer();
+    const int world = get_world_size();
+    if (iter_ < opts_.start_powersgd_iter) {
+      count_iteration(bucket);
+      {
+        at::NoGradGuard no_grad;
+        input.div_(world);
+      }
+      Work w = all_reduce_async(input, ReduceOp::Sum);
+      return BucketFuture(std::move(w), [input] { return input; });
+    }
+    at::NoGradGuard no_grad;
+    const std::size_t index = bucket.index();
+    at::Tensor input_copy;
+    if (opts_.use_error_feedback) {
+      auto it = error_.find(index);
+      if (it != error_.end())
+        input.add_(it->second);
+      else
+        error_.emplace(index, at::zeros_like(input));
+      input_copy = input.clone();
+    }
+
+    // Split the gradients into matrices worth compressing and the rest.
+    auto plan = std::make_shared<Plan>();
+    std::int64_t p_size = 0, q_size = 0;
+    for (const at::Tensor& g : bucket.gradients()) {
+      const std::int64_t n = g.dim() == 0 ? 1 : g.size(0);
+      const std::int64_t m = n == 0 ? 0 : g.numel() / n;
+      const std::int64_t r = std::min<std::int64_t>({n, m, opts_.matrix_approximation_rank});
+      if (double((n + m) * r) * opts_.min_compression_rate < double(n * m)) {
+        plan->matrices.push_back(g.view({n, m}));
+        plan->ranks.push_back(r);
+        p_size += n * r;
+        q_size += m * r;
+      } else {
+        plan->uncompressed.push_back(g);
+      }
+    }
+    const bool randomize = !opts_.warm_start || !p_memory_.count(index);
+    if (randomize) {
+      p_memory_[index] = at::empty({p_size}, input.options());
+      q_memory_[index] = at::empty({q_size}, input.options());
+    }
+    plan->p_flat = p_memory_[index];
+    plan->q_flat = q_memory_[index];
+    std::int64_t p_at = 0, q_at = 0;
+    for (std::size_t k = 0; k < plan->matrices.size(); ++k) {
+      const std::int64_t n = plan->matrices[k].size(0), m = plan->matrices[k].size(1), r = plan->ranks[k];
+      plan->ps.push_back(plan->p_flat.narrow(0, p_at, n * r).view({n, r}));
+      plan->qs.push_back(plan->q_flat.narrow(0, q_at, m * r).view({m, r}));
+      p_at += n * r;
+      q_at += m * r;
+    }
+    if (randomize) {
+      // The same draw on every rank: one seed from the shared sequence, a private generator.
+      at::Generator gen = at::detail::createCPUGenerator(rng_() % 1000000000ULL);
+      for (at::Tensor& q : plan->qs) {
+        q.copy_(at::randn(q.sizes(), gen, at::TensorOptions().dtype(q.scalar_type())));
+        comm_hooks::detail::orthogonalize(q, opts_.orthogonalization_epsilon);
+      }
+    } else {
+      for (at::Tensor& q : plan->qs) comm_hooks::detail::orthogonalize(q, opts_.orthogonalization_epsilon);
+    }
+    for (std::size_t k = 0; k < plan->matrices.size(); ++k) at::matmul_out(plan->ps[k], plan->matrices[k], plan->qs[k]);
+
+    // Launched now, in this order on every rank: the uncompressed rest, then the Ps.
+    Work rest_work;
+    if (!plan->uncompressed.empty()) {
+      std::vector<at::Tensor> flat;
+      for (const at::Tensor& t : plan->uncompressed) flat.push_back(t.reshape({-1}));
+      plan->rest = at::cat(flat);
+      rest_work = all_reduce_async(plan->rest, ReduceOp::Sum);
+    }
+    Work p_work;
+    if (p_size > 0) p_work = all_reduce_async(plan->p_flat, ReduceOp::Sum);
+
+    const bool last = bucket.is_last();
+    return BucketFuture(std::move(p_work), [this, plan, input, input_copy, rest_work, index, world, last]() mutable {
+      at::NoGradGuard no_grad;
+      rest_work.wait();
+      if (plan->rest.defined()) {
+        plan->rest.div_(world);
+        std::int64_t at = 0;
+        for (at::Tensor& t : plan->uncompressed) {
+          t.copy_(plan->rest.narrow(0, at, t.numel()).view(t.sizes()));
+          at += t.numel();
+        }
+      }
+      if (!plan->ps.empty()) {
+        for (at::Tensor& p : plan->ps) comm_hooks::detail::orthogonalize(p, opts_.orthogonalization_epsilon);
+        for (std::size_t k = 0; k < plan->matrices.size(); ++k)
+          at::matmul_out(plan->qs[k], plan->matrices[k].t(), plan->ps[k]);
+        all_reduce(plan->q_flat, ReduceOp::Sum);
+        plan->q_flat.div_(world);
+        for (std::size_t k = 0; k < plan->matrices.size(); ++k)
+          at::matmul_out(plan->matrices[k], plan->ps[k], plan->qs[k].t());
+      }
+      if (opts_.use_error_feedback) error_[index] = input_copy - input;
+      if (!opts_.warm_start) {
+        p_memory_.clear();
+        q_memory_.clear();
+      }
+      if (last) ++iter_;
+      return input;
+    });
+  }
+
+ private:
+  /// One bucket's compression in flight.
+  struct Plan {
+    std::vector<at::Tensor> matrices;      // views of the bucket, n x m
+    std::vector<std::int64_t> ranks;       // r per matrix
+    std::vector<at::Tensor> uncompressed;  // views of the bucket
+    std::vector<at::Tensor> ps, qs;        // views of p_flat / q_flat
+    at::Tensor p_flat, q_flat, rest;
+  };
+
+  void count_iteration(const GradBucket& bucket) {
+    if (bucket.is_last()) ++iter_;
+  }
+
+  PowerSGDOptions opts_;
+  std::mt19937_64 rng_;
+  std::int64_t iter_ = 0;
+  std::map<std::size_t, at::Tensor> error_;
+  std::map<std::size_t, at::Tensor> p_memory_;
+  std::map<std::size_t, at::Tensor> q_memory_;
+};
+
+}  // namespace idist
