@@ -62,6 +62,17 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   app.add_option("--stop-after-epoch", o.stop_after_epoch,
                  "end the run after this epoch, as if interrupted (the learning-rate schedule still spans --epochs)")
       ->check(kPositive);
+  app.add_option("--comm-hook", o.comm_hook,
+                 "gradient communication hook (idist::comm_hooks): none (auto_model's all-reduce), allreduce, fp16, "
+                 "bf16 or powersgd")
+      ->check(CLI::IsMember({"none", "allreduce", "fp16", "bf16", "powersgd"}))
+      ->capture_default_str();
+  app.add_option("--powersgd-rank", o.powersgd_rank, "PowerSGD's rank of approximation")
+      ->check(kPositive)
+      ->capture_default_str();
+  app.add_option("--powersgd-start", o.powersgd_start, "iterations of plain all-reduce before PowerSGD compresses")
+      ->check(CLI::Range(2, 1 << 30))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -38,6 +38,9 @@ struct Options {
   // Checkpoints.
   std::string checkpoint_dir;              ///< write checkpoint_<epoch>.pt here after each epoch (rank 0); empty = none
   bool resume = false;                     ///< continue from the newest checkpoint in checkpoint_dir
+  std::string comm_hook = "none";          ///< auto_model's communication hook: none, allreduce, fp16, bf16, powersgd
+  int powersgd_rank = 4;                   ///< PowerSGD's matrix_approximation_rank
+  int powersgd_start = 10;                 ///< PowerSGD's start_powersgd_iter (iterations of plain all-reduce first)
   int stop_after_epoch = 0;                ///< end the run after this epoch (1-based; the schedule still spans epochs); 0 = no
 };
 

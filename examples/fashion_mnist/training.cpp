@@ -130,6 +130,12 @@ void train(const Options& o) {
     report_differences(checkpoint->state, o);
   }
   auto model = idist::auto_model(net);
+  if (o.comm_hook == "allreduce") idist::register_comm_hook(model, idist::comm_hooks::allreduce());
+  if (o.comm_hook == "fp16") idist::register_comm_hook(model, idist::comm_hooks::fp16_compress());
+  if (o.comm_hook == "bf16") idist::register_comm_hook(model, idist::comm_hooks::bf16_compress());
+  if (o.comm_hook == "powersgd")
+    idist::register_comm_hook(model, idist::comm_hooks::powersgd({.matrix_approximation_rank = o.powersgd_rank,
+                                                                   .start_powersgd_iter = o.powersgd_start}));
   auto optimizer = idist::auto_optim(std::make_shared<torch::optim::SGD>(
       model->parameters(), torch::optim::SGDOptions(o.lr).momentum(o.momentum)));
   if (checkpoint) optimizer->load(checkpoint->optimizer);  // the momentum buffers
@@ -188,10 +194,10 @@ void train(const Options& o) {
     fmt::print("{{\"world_size\": {}, \"backend\": \"{}\", \"epochs\": {}, \"first_epoch\": {}, \"last_epoch\": {}, "
                "\"batch_size\": {}, \"train_images\": {}, \"threads_per_rank\": {}, \"train_seconds\": {:.3f}, "
                "\"images_per_s\": {:.1f}, \"train_loss\": {:.6f}, \"train_accuracy\": {:.6f}, \"test_accuracy\": {:.4f}, "
-               "\"weights_digest\": \"{}\"}}\n",
+               "\"comm_hook\": \"{}\", \"weights_digest\": \"{}\"}}\n",
                world, idist::backend().value_or("serial"), o.epochs, first_epoch, last_epoch, local_batch * world,
                n_train, torch::get_num_threads(), seconds, seconds > 0 ? double(progress.images_done()) / seconds : 0.0,
-               last.mean_loss(), last.accuracy(), accuracy, weights_digest(*model));
+               last.mean_loss(), last.accuracy(), accuracy, o.comm_hook, weights_digest(*model));
     std::fflush(stdout);
   }
 }
