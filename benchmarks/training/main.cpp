@@ -154,7 +154,7 @@ void run_model(const TrainingOptions& o, const std::string& model, const std::ve
   bool have_ref = false;
   for (auto& t : trainers) {
     const Strategy s = t->config().strategy;
-    if (s == Strategy::Local || s == Strategy::NoSync) continue;
+    if (s == Strategy::Local || s == Strategy::NoSync || !t->config().exact()) continue;  // compression: other loss
     if (!have_ref) {
       ref_loss = t->last_loss();
       have_ref = true;

@@ -15,10 +15,11 @@ constexpr double kLearningRate = 0.05;
 }  // namespace
 
 std::string Config::name() const {
+  const std::string suffix = hook.empty() ? "" : "+" + hook;
   switch (strategy) {
     case Strategy::Local: return "local";
-    case Strategy::AutoModel: return fmt::format("auto_model:{:g}", bucket_mb);
-    case Strategy::AutoModelCopy: return fmt::format("auto_model_copy:{:g}", bucket_mb);
+    case Strategy::AutoModel: return fmt::format("auto_model:{:g}{}", bucket_mb, suffix);
+    case Strategy::AutoModelCopy: return fmt::format("auto_model_copy:{:g}{}", bucket_mb, suffix);
     case Strategy::StatusQuoIdist: return "status_quo_idist";
     case Strategy::StatusQuoRaw: return "status_quo_raw";
     case Strategy::NoSync: return "no_sync";
@@ -26,8 +27,19 @@ std::string Config::name() const {
   return "?";
 }
 
-Config parse_config(const std::string& text) {
+Config parse_config(const std::string& full) {
   Config c;
+  const std::size_t plus = full.find('+');
+  const std::string text = full.substr(0, plus);
+  if (plus != std::string::npos) {
+    c.hook = full.substr(plus + 1);
+    const bool powersgd = c.hook.rfind("powersgd", 0) == 0 && c.hook.size() > 8 &&
+                          c.hook.find_first_not_of("0123456789", 8) == std::string::npos;
+    if (!(c.hook == "allreduce" || c.hook == "fp16" || c.hook == "bf16" || powersgd) ||
+        text.rfind("auto_model", 0) != 0)
+      throw std::invalid_argument("config '" + full + "': a hook is auto_model[...]+allreduce, +fp16, +bf16 or "
+                                  "+powersgd<rank>");
+  }
   if (text == "local") {
     c.strategy = Strategy::Local;
   } else if (text == "auto_model" || text == "auto_model_copy") {
@@ -77,6 +89,12 @@ Trainer::Trainer(const std::string& model, Config config, std::int64_t batch, st
     w_.model = idist::auto_model(w_.model, idist::AutoModelOptions{
                                                .bucket_cap_mb = config_.bucket_mb,
                                                .gradient_as_bucket_view = config_.strategy != Strategy::AutoModelCopy});
+    if (config_.hook == "allreduce") idist::register_comm_hook(w_.model, idist::comm_hooks::allreduce());
+    if (config_.hook == "fp16") idist::register_comm_hook(w_.model, idist::comm_hooks::fp16_compress());
+    if (config_.hook == "bf16") idist::register_comm_hook(w_.model, idist::comm_hooks::bf16_compress());
+    if (config_.hook.rfind("powersgd", 0) == 0)  // compressing from the third step (error feedback needs > 1)
+      idist::register_comm_hook(w_.model, idist::comm_hooks::powersgd({.matrix_approximation_rank = std::stoi(config_.hook.substr(8)),
+                                                                        .start_powersgd_iter = 2}));
     if (auto r = idist::detail::reducer_of(w_.model)) {
       for (std::size_t b : r->bucket_bytes()) bucket_bytes_ += b;
       buckets_ = r->buckets().size();

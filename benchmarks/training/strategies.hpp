@@ -25,11 +25,17 @@ enum class Strategy {
 struct Config {
   Strategy strategy = Strategy::Local;
   double bucket_mb = 25.0;  ///< AutoModelOptions::bucket_cap_mb (MiB, as DDP's bucket_cap_mb)
-  /// "local", "auto_model:25", "auto_model_copy:25", "status_quo_idist", "status_quo_raw", "no_sync".
+  /// auto_model only: the communication hook ("" none, "allreduce", "fp16", "bf16", "powersgd<rank>").
+  std::string hook;
+  /// "local", "auto_model:25", "auto_model_copy:25", "status_quo_idist", "status_quo_raw", "no_sync";
+  /// a hook adds "+<hook>" ("auto_model:25+fp16").
   std::string name() const;
+  /// Whether the gradients are averaged exactly (no lossy compression hook).
+  bool exact() const { return hook.empty() || hook == "allreduce"; }
 };
 
-/// Parses Config::name() text ("auto_model" or "auto_model_copy" alone means the default 25 MiB cap).
+/// Parses Config::name() text ("auto_model" or "auto_model_copy" alone means the default 25 MiB cap;
+/// "+allreduce", "+fp16", "+bf16" or "+powersgd<rank>" registers that communication hook).
 /// @throws std::invalid_argument for anything else.
 Config parse_config(const std::string& text);
 
