@@ -1,5 +1,7 @@
 #include "rendezvous/peer_table.hpp"
 
+#include "rendezvous/store_gather.hpp"
+
 #include <map>
 #include <sstream>
 
@@ -8,6 +10,7 @@
 
 #include "idist/error.hpp"
 #include "rendezvous/network_interface.hpp"
+#include "rendezvous/store_gather.hpp"
 
 namespace idist::rendezvous {
 
@@ -32,27 +35,14 @@ PeerTable decode_peer_table(const std::string& text, int world_size) {
 PeerTable exchange_peers(store::Store& store, int rank, int world_size, const PeerEntry& mine,
                          std::chrono::milliseconds timeout) {
   if (world_size == 1) return {mine};
-  const auto key_of = [](int r) { return fmt::format("{}{}", kPrefix, r); };
-  const std::string table_key = fmt::format("{}table", kPrefix);
-  store.set_string(key_of(rank), mine.host + " " + mine.address);
-  if (rank == 0) {
-    std::vector<std::string> keys;
-    for (int r = 0; r < world_size; ++r) keys.push_back(key_of(r));
-    try {
-      store.wait(keys, timeout);
-    } catch (const TimeoutError& e) {
-      std::vector<int> missing;
-      for (int r = 0; r < world_size && missing.size() < 16; ++r)
-        if (!store.check({key_of(r)})) missing.push_back(r);
-      throw TimeoutError(fmt::format("rendezvous: ranks [{}] of {} did not publish their address within {} ms: {}",
-                                     fmt::join(missing, ", "), world_size, timeout.count(), e.what()));
-    }
-    PeerTable table;
-    for (int r = 0; r < world_size; ++r) table.push_back(decode_peer_table(store.get_string(key_of(r)), 1).front());
-    store.set_string(table_key, encode_peer_table(table));
-  }
-  store.wait({table_key}, timeout);
-  return decode_peer_table(store.get_string(table_key), world_size);
+  const std::string table = gather_and_publish(
+      store, kPrefix, rank, world_size, mine.host + " " + mine.address, "their address", timeout,
+      [](const std::vector<std::string>& values) {
+        PeerTable all;
+        for (const std::string& v : values) all.push_back(decode_peer_table(v, 1).front());
+        return encode_peer_table(all);
+      });
+  return decode_peer_table(table, world_size);
 }
 
 std::optional<std::string> unreachable_addresses(const PeerTable& table, const std::string& ifname_variable) {

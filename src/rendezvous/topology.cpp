@@ -15,6 +15,7 @@
 
 #include "idist/error.hpp"
 #include "rendezvous/discovery.hpp"
+#include "rendezvous/store_gather.hpp"
 
 namespace idist::rendezvous {
 
@@ -112,37 +113,24 @@ void exchange_topology(store::Store& store, WorldInfo& info, std::chrono::millis
     set_nproc_per_node(info, 1);
     return;
   }
-  const auto key_of = [](int r) { return fmt::format("{}{}", kPrefix, r); };
-  const auto result_key = fmt::format("{}result", kPrefix);
-  store.set_string(key_of(info.rank), fmt::format("{}\n{}\n{}", info.local_rank_known ? info.local_rank : -1,
-                                                  info.nproc_from_env ? info.nproc_per_node : 0, this_hostname()));
-  if (info.rank == 0) {
-    std::vector<std::string> keys;
-    for (int r = 0; r < info.world_size; ++r) keys.push_back(key_of(r));
-    try {
-      store.wait(keys, timeout);
-    } catch (const TimeoutError& e) {
-      std::vector<int> missing;
-      for (int r = 0; r < info.world_size && missing.size() < 16; ++r)
-        if (!store.check({key_of(r)})) missing.push_back(r);
-      throw TimeoutError(fmt::format("rendezvous: ranks [{}] of {} did not publish their local rank within {} ms "
-                                     "(are they running?): {}",
-                                     fmt::join(missing, ", "), info.world_size, timeout.count(), e.what()));
-    }
-    std::vector<detail::TopologyEntry> entries(info.world_size);
-    int nproc_env = 0;
-    for (int r = 0; r < info.world_size; ++r) {
-      std::istringstream in(store.get_string(key_of(r)));
-      int nproc = 0;
-      in >> entries[r].local_rank >> nproc;
-      in.ignore(1);
-      std::getline(in, entries[r].host);
-      if (r == 0) nproc_env = nproc;
-    }
-    store.set_string(result_key, detail::encode_topology(detail::compute_topology(entries, nproc_env)));
-  }
-  store.wait({result_key}, timeout);
-  const auto t = detail::decode_topology(store.get_string(result_key), info.world_size);
+  const std::string mine = fmt::format("{}\n{}\n{}", info.local_rank_known ? info.local_rank : -1,
+                                       info.nproc_from_env ? info.nproc_per_node : 0, this_hostname());
+  const std::string result = gather_and_publish(
+      store, kPrefix, info.rank, info.world_size, mine, "their local rank", timeout,
+      [](const std::vector<std::string>& values) {
+        std::vector<detail::TopologyEntry> entries(values.size());
+        int nproc_env = 0;
+        for (std::size_t r = 0; r < values.size(); ++r) {
+          std::istringstream in(values[r]);
+          int nproc = 0;
+          in >> entries[r].local_rank >> nproc;
+          in.ignore(1);
+          std::getline(in, entries[r].host);
+          if (r == 0) nproc_env = nproc;
+        }
+        return detail::encode_topology(detail::compute_topology(entries, nproc_env));
+      });
+  const auto t = detail::decode_topology(result, info.world_size);
   if (!t.error.empty()) throw ValueError("rendezvous: " + t.error);
   info.local_rank = t.local_rank[info.rank];
   info.local_rank_known = true;
