@@ -5,6 +5,7 @@
 #   -DWORLD_SIZE=<n>         (json) expected "world_size"
 #   -DMIN_ACCURACY=<x>       (json) "test_accuracy" must exceed this
 #   -DTRAIN_IMAGES=<n>       (json) expected "train_images"
+#   -DCOMM_HOOK=<name>       (json) expected "comm_hook"
 #   -DERROR_REGEX=<regex>    (error) the output must match it
 cmake_minimum_required(VERSION 3.22)
 include(${CMAKE_CURRENT_LIST_DIR}/json_report.cmake)
@@ -47,6 +48,12 @@ foreach(key test_accuracy train_accuracy)
 endforeach()
 if(NOT v_train_loss GREATER 0)
   message(FATAL_ERROR "train_loss ${v_train_loss} is not positive")
+endif()
+if(DEFINED COMM_HOOK)
+  example_json_get(v_comm_hook "${json}" comm_hook)
+  if(NOT v_comm_hook STREQUAL COMM_HOOK)
+    message(FATAL_ERROR "comm_hook is '${v_comm_hook}', expected '${COMM_HOOK}'")
+  endif()
 endif()
 if(DEFINED MIN_ACCURACY AND NOT v_test_accuracy GREATER MIN_ACCURACY)
   message(FATAL_ERROR "test_accuracy ${v_test_accuracy} is not above ${MIN_ACCURACY}")
