@@ -21,31 +21,38 @@ cmake --build "$build" -j"$jobs"
 # The public API's Doxygen: any warning (an undocumented public declaration) fails the suite.
 cmake --build "$build" --target docs
 
-log="$build/ctest.log"
-set +e
-# Multi-rank tests already use every core: one test at a time.
-(cd "$build" && ctest --output-on-failure "$@") 2>&1 | tee "$log"
-status=${PIPESTATUS[0]}
-set -e
-
-configurations="${CONFIGURATIONS:-$([[ $# -eq 0 ]] && echo 1 || echo 0)}"
-cfg_status=0
-if [[ "$configurations" == 1 ]]; then
-  cfg_log="$build/configurations.log"
+# logged <log> <command...>: runs the command with its output also in <log>; prints nothing more and
+# returns the command's exit status (the script goes on: every part runs, the worst status is kept).
+logged() {
+  local log=$1
+  shift
   set +e
-  JOBS="$jobs" bash "$root/scripts/check-configurations.sh" 2>&1 | tee "$cfg_log"
-  cfg_status=${PIPESTATUS[0]}
+  "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
   set -e
+  return "$rc"
+}
+enabled() { [[ "${!1:-$([[ $nargs -eq 0 ]] && echo 1 || echo 0)}" == 1 ]]; }
+nargs=$#
+export JOBS="$jobs"
+
+log="$build/ctest.log"
+status=0
+# Multi-rank tests already use every core: one test at a time.
+logged "$log" bash -c 'cd "$1" && shift && ctest --output-on-failure "$@"' _ "$build" "$@" || status=$?
+
+cfg_log="$build/configurations.log"
+cfg_status=0
+configurations=$(enabled CONFIGURATIONS && echo 1 || echo 0)
+if [[ "$configurations" == 1 ]]; then
+  logged "$cfg_log" bash "$root/scripts/check-configurations.sh" || cfg_status=$?
 fi
 
-sanitizers="${SANITIZERS:-$([[ $# -eq 0 ]] && echo 1 || echo 0)}"
+san_log="$build/sanitizers.log"
 san_status=0
+sanitizers=$(enabled SANITIZERS && echo 1 || echo 0)
 if [[ "$sanitizers" == 1 ]]; then
-  san_log="$build/sanitizers.log"
-  set +e
-  JOBS="$jobs" bash "$root/scripts/run-sanitizers.sh" all 2>&1 | tee "$san_log"
-  san_status=${PIPESTATUS[0]}
-  set -e
+  logged "$san_log" bash "$root/scripts/run-sanitizers.sh" all || san_status=$?
 fi
 
 echo
