@@ -52,6 +52,15 @@ struct AutoModelOptions {
   /// as on any gradient, and gradient values are identical either way. Set false to give the
   /// gradients storage of their own (the buckets are then one extra copy of the gradients).
   bool gradient_as_bucket_view = true;
+  /// The parameters that receive a gradient are the same in every iteration (DDP's static_graph):
+  /// the first backward finds the unused ones, later backwards treat them as ready at once (their
+  /// buckets need not wait for the end of backward) and skip the used-parameter all-reduce. A
+  /// parameter that changes from unused to used fails the backward with ValueError.
+  bool static_graph = false;
+  /// After the first backward, rebuild the gradient buckets in the order rank 0's gradients became
+  /// ready (DDP does so always): a model whose registration order differs from its execution
+  /// order then overlaps its all-reduces with backward. false keeps reverse registration order.
+  bool rebuild_buckets = true;
 };
 
 namespace detail {
@@ -225,6 +234,8 @@ Model auto_model(Model model, const AutoModelOptions& opts = {}) {
     detail::Reducer::Options ropts;
     ropts.bucket_cap_mb = opts.bucket_cap_mb;
     ropts.gradient_as_bucket_view = opts.gradient_as_bucket_view;
+    ropts.static_graph = opts.static_graph;
+    ropts.rebuild_buckets = opts.rebuild_buckets;
     ropts.find_unused_parameters = opts.find_unused_parameters;
     ropts.broadcast_buffers = opts.broadcast_buffers;
     detail::reducer_registry().add(module, detail::Reducer::create(module, ropts));

@@ -31,8 +31,11 @@
 /// ready bucket is handed to the hook instead of the all-reduce; the final callback waits for the
 /// hooks' futures in bucket order and copies what they return into the buckets.
 ///
-/// Differences from DDP: the bucket order stays the reverse registration order (DDP rebuilds its
-/// buckets after the first iteration from the observed order); whether a backward synchronises is
+/// After the first synchronised backward the buckets are rebuilt in the order rank 0's gradients
+/// became ready (DDP's rebuild_buckets; Options::rebuild_buckets), the order broadcast so that
+/// every rank holds the same layout.
+///
+/// Differences from DDP: whether a backward synchronises is
 /// decided when its first gradient is ready (DDP decides in forward), so no_sync() must cover the
 /// backward() call; collectives issued by the user inside backward (custom autograd functions)
 /// interleave with the buckets in gradient-ready order, which must then be the same on all ranks.
@@ -69,12 +72,39 @@ namespace idist::detail {
 /// bucket of each key, `cap` afterwards). Returns the buckets as lists of parameter indices, in the
 /// order their first parameter was visited.
 /// @throws ValueError when bytes and keys differ in length.
+inline std::vector<std::vector<std::size_t>> assign_buckets_in_order(const std::vector<std::size_t>& order,
+                                                                     const std::vector<std::size_t>& bytes,
+                                                                     const std::vector<std::string>& keys,
+                                                                     std::size_t first_cap, std::size_t cap);
+
 inline std::vector<std::vector<std::size_t>> assign_buckets(const std::vector<std::size_t>& bytes,
                                                             const std::vector<std::string>& keys,
                                                             std::size_t first_cap, std::size_t cap) {
+  std::vector<std::size_t> order(bytes.size());
+  for (std::size_t k = 0; k < order.size(); ++k) order[k] = order.size() - 1 - k;
+  return assign_buckets_in_order(order, bytes, keys, first_cap, cap);
+}
+
+/// assign_buckets visiting the parameters in `order` (a permutation of 0..n-1) instead of reverse
+/// index order: DDP's rebuilt buckets, with `order` the order gradients became ready.
+/// @throws ValueError when bytes and keys differ in length or order is not a permutation of them.
+inline std::vector<std::vector<std::size_t>> assign_buckets_in_order(const std::vector<std::size_t>& order,
+                                                                     const std::vector<std::size_t>& bytes,
+                                                                     const std::vector<std::string>& keys,
+                                                                     std::size_t first_cap, std::size_t cap) {
   if (bytes.size() != keys.size())
     throw ValueError("assign_buckets: bytes has " + std::to_string(bytes.size()) + " entries but keys has " +
                      std::to_string(keys.size()));
+  std::vector<bool> seen_index(bytes.size(), false);
+  for (std::size_t k : order) {
+    if (k >= bytes.size() || seen_index[k])
+      throw ValueError("assign_buckets: the visiting order is not a permutation of the " +
+                       std::to_string(bytes.size()) + " parameters");
+    seen_index[k] = true;
+  }
+  if (order.size() != bytes.size())
+    throw ValueError("assign_buckets: the visiting order has " + std::to_string(order.size()) + " entries, expected " +
+                     std::to_string(bytes.size()));
   struct Open {
     std::vector<std::size_t> params;
     std::size_t size = 0;
@@ -84,7 +114,7 @@ inline std::vector<std::vector<std::size_t>> assign_buckets(const std::vector<st
   std::map<std::string, Open> open;
   std::vector<std::pair<std::size_t, std::vector<std::size_t>>> closed;  // (first visit, params)
   std::size_t visit = 0;
-  for (std::size_t k = bytes.size(); k-- > 0; ++visit) {
+  for (std::size_t k : order) {
     auto [it, fresh] = open.try_emplace(keys[k]);
     Open& b = it->second;
     if (fresh) b.limit = first_cap;
@@ -97,6 +127,7 @@ inline std::vector<std::vector<std::size_t>> assign_buckets(const std::vector<st
       b.size = 0;
       b.limit = cap;
     }
+    ++visit;
   }
   for (auto& [key, b] : open)
     if (!b.params.empty()) closed.emplace_back(b.first_visit, std::move(b.params));
@@ -151,6 +182,13 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     bool broadcast_buffers = true;
     /// Make each .grad() an alias of its bucket slot (DDP's gradient_as_bucket_view).
     bool gradient_as_bucket_view = true;
+    /// After the first synchronised backward, rebuild the buckets in the order the gradients
+    /// became ready on rank 0 (DDP's rebuild_buckets), so that buckets fill in backward order.
+    bool rebuild_buckets = true;
+    /// The set of parameters that get a gradient is the same in every iteration (DDP's
+    /// static_graph): the first synchronised backward finds the unused ones (as
+    /// find_unused_parameters does); later ones mark them ready at once and skip the search.
+    bool static_graph = false;
   };
 
   /// Builds the buckets and installs the hooks on the parameters of `module`.
@@ -230,6 +268,19 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     return bool(comm_hook_);
   }
 
+  /// For each bucket of the last synchronised backward, how many parameters' gradients were ready
+  /// when its reduction was launched (parameters().size() for those launched by the final
+  /// callback): how early each bucket left, the measure of overlap bucket rebuilding improves.
+  std::vector<std::size_t> launch_positions() const {
+    std::lock_guard lock(mutex_);
+    return launch_positions_;
+  }
+  /// Whether the buckets were rebuilt in gradient-ready order (after the first synchronised backward).
+  bool buckets_rebuilt() const {
+    std::lock_guard lock(mutex_);
+    return rebuilt_;
+  }
+
   /// Buckets whose all-reduce the hooks launched during the last synchronised backward, before
   /// its final callback: the communication that overlapped the rest of the backward.
   std::size_t early_launches() const {
@@ -291,6 +342,17 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     }
     for (const auto& item : module->named_buffers(/*recurse=*/true)) buffers_.push_back(item.value());
 
+    std::vector<std::size_t> reverse(params_.size());
+    for (std::size_t k = 0; k < reverse.size(); ++k) reverse[k] = reverse.size() - 1 - k;
+    build_buckets(reverse);
+    ready_.assign(params_.size(), false);
+    used_.assign(params_.size(), 0);
+    static_unused_.assign(params_.size(), false);
+  }
+
+  /// (Re)builds buckets, slots and views visiting the parameters in `order`. Gradients that alias
+  /// their old slot move to the new one with their values.
+  void build_buckets(const std::vector<std::size_t>& order) {
     std::vector<std::size_t> bytes;
     std::vector<std::string> keys;
     for (const auto& p : params_) {
@@ -300,25 +362,56 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     const double mib = 1024.0 * 1024.0;
     const auto cap = std::size_t(std::max(1.0, opts_.bucket_cap_mb * mib));
     const auto first = std::min(cap, std::size_t(std::max(1.0, opts_.first_bucket_cap_mb * mib)));
-    slots_.resize(params_.size());
-    for (auto& indices : assign_buckets(bytes, keys, first, cap)) {
+    std::vector<bool> aliased(params_.size(), false);
+    for (std::size_t i = 0; i < views_.size(); ++i) aliased[i] = is_slot_alias(i);
+    std::vector<at::Tensor> old_views = std::move(views_);
+    std::vector<Bucket> buckets;
+    std::vector<Slot> slots(params_.size());
+    for (auto& indices : assign_buckets_in_order(order, bytes, keys, first, cap)) {
       Bucket b;
       std::int64_t offset = 0;
       for (std::size_t i : indices) {
-        slots_[i] = Slot{buckets_.size(), offset, params_[i].numel()};
+        slots[i] = Slot{buckets.size(), offset, params_[i].numel()};
         offset += params_[i].numel();
       }
       const at::Tensor& p0 = params_[indices.front()];
       b.flat = at::zeros({offset}, p0.options().requires_grad(false));
       b.params = std::move(indices);
-      buckets_.push_back(std::move(b));
+      buckets.push_back(std::move(b));
     }
+    buckets_ = std::move(buckets);
+    slots_ = std::move(slots);
+    views_.clear();
     for (std::size_t i = 0; i < params_.size(); ++i) {
-      const Slot& s = slots_[i];
-      views_.push_back(buckets_[s.bucket].flat.narrow(0, s.offset, s.numel).view(params_[i].sizes()));
+      const Slot& sl = slots_[i];
+      views_.push_back(buckets_[sl.bucket].flat.narrow(0, sl.offset, sl.numel).view(params_[i].sizes()));
     }
-    ready_.assign(params_.size(), false);
-    used_.assign(params_.size(), 0);
+    at::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < old_views.size(); ++i) {
+      views_[i].copy_(old_views[i]);
+      if (aliased[i]) params_[i].mutable_grad() = slot_alias(i);
+    }
+  }
+
+  /// After the first synchronised backward: every rank adopts the order in which rank 0's
+  /// gradients became ready (unreported parameters last, in reverse index order) and rebuilds its
+  /// buckets (DDP's rebuild_buckets + sync_bucket_indices). Collective: one broadcast.
+  void rebuild_in_ready_order() {
+    std::vector<std::int64_t> order;
+    std::vector<bool> listed(params_.size(), false);
+    for (std::size_t i : ready_order_)
+      if (!listed[i]) {
+        order.push_back(std::int64_t(i));
+        listed[i] = true;
+      }
+    for (std::size_t k = params_.size(); k-- > 0;)
+      if (!listed[k]) order.push_back(std::int64_t(k));
+    at::Tensor t = at::tensor(at::ArrayRef<std::int64_t>(order), at::kLong);
+    idist::broadcast(t, 0);
+    const std::int64_t* o = t.data_ptr<std::int64_t>();
+    build_buckets(std::vector<std::size_t>(o, o + t.numel()));
+    rebuilt_ = true;
+    ready_order_.clear();
   }
 
   void install_hooks() {
@@ -342,7 +435,19 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
       b.future = BucketFuture{};
     }
     next_bucket_ = 0;
+    ready_count_ = 0;
+    launch_positions_.assign(buckets_.size(), params_.size());
     in_backward_ = true;
+    // static_graph: the parameters found unused in the first backward are ready at once (a zero
+    // contribution), so their buckets launch as soon as the used gradients are in.
+    at::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < params_.size(); ++i)
+      if (static_unused_[i]) {
+        ready_[i] = true;
+        views_[i].zero_();
+        --buckets_[slots_[i].bucket].pending;
+      }
+    launch_ready_buckets();  // buckets of unused parameters only leave now
     torch::autograd::Engine::get_default_engine().queue_callback([weak = weak_from_this()] {
       if (auto r = weak.lock()) r->finalize_backward();
     });
@@ -361,8 +466,14 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
       prepare_backward();
     }
     try {
+      if (static_unused_[i])
+        throw ValueError("auto_model: static_graph=true, but parameter '" + names_[i] +
+                         "' received a gradient after the first iteration found it unused; the set of used "
+                         "parameters must not change (pass static_graph=false)");
+      if (opts_.rebuild_buckets && !rebuilt_) ready_order_.push_back(i);
       ready_[i] = true;
       used_[i] = 1;
+      ++ready_count_;
       const at::Tensor& grad = params_[i].grad();
       at::Tensor& view = views_[i];
       {
@@ -400,6 +511,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
       peak_in_flight_ = std::max(peak_in_flight_, in_flight);
       const std::size_t index = next_bucket_++;
       Bucket& b = buckets_[index];
+      launch_positions_[index] = ready_count_;
       if (comm_hook_) {
         b.work = Work{};
         b.future = run_comm_hook(index);
@@ -469,7 +581,8 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     std::vector<std::size_t> missing;
     for (std::size_t i = 0; i < params_.size(); ++i)
       if (!ready_[i]) missing.push_back(i);
-    if (!missing.empty() && !opts_.find_unused_parameters) {
+    const bool search_unused = opts_.find_unused_parameters || (opts_.static_graph && sync_count_ == 0);
+    if (!missing.empty() && !search_unused) {
       drain_quietly();
       in_backward_ = false;
       std::string list;
@@ -478,7 +591,10 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
                        " parameter(s) received no gradient in this backward: " + list +
                        ". Make every parameter contribute to the loss, or pass "
                        "AutoModelOptions{.find_unused_parameters = true} when parts of the model are legitimately "
-                       "unused in some iterations.");
+                       "unused in some iterations" +
+                       std::string(opts_.static_graph ? " (static_graph: the used set must not change after the first "
+                                                        "iteration)."
+                                                      : "."));
     }
     try {
       // Gradients of missing parameters that live in their slot, set aside while the slot carries
@@ -496,14 +612,15 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
       // With find_unused_parameters, ranks also agree on which parameters anyone used.
       at::Tensor used = at::tensor(at::ArrayRef<std::int32_t>(used_), at::kInt);
       Work used_work;
-      if (opts_.find_unused_parameters) used_work = all_reduce_async(used, ReduceOp::Sum);
+      if (search_unused) used_work = all_reduce_async(used, ReduceOp::Sum);
       for (std::size_t k = 0; k < buckets_.size(); ++k) wait_bucket(buckets_[k], k);
       used_work.wait();
       const std::int32_t* used_by_any = used.data_ptr<std::int32_t>();
       at::NoGradGuard no_grad;
       for (std::size_t i = 0; i < params_.size(); ++i) {
         // A parameter no rank used keeps its gradient untouched (DDP leaves it alone too).
-        if (opts_.find_unused_parameters && used_by_any[i] == 0) continue;
+        if (search_unused && used_by_any[i] == 0) continue;
+        if (static_unused_[i]) continue;  // static_graph: unused by everyone, as found in the first backward
         if (is_slot_alias(i)) continue;  // already holds the average
         at::Tensor& grad = params_[i].mutable_grad();
         // A gradient that is part of a graph (create_graph=True) keeps its identity.
@@ -517,6 +634,9 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
       for (auto& [i, grad] : kept)
         if (used_by_any[i] == 0) views_[i].copy_(grad);  // the slot is this gradient's storage
       if (opts_.broadcast_buffers && world_size_ > 1) broadcast_buffers();
+      if (opts_.static_graph && sync_count_ == 0)  // the unused set, the same on every rank
+        for (std::size_t i = 0; i < params_.size(); ++i) static_unused_[i] = used_by_any[i] == 0;
+      if (opts_.rebuild_buckets && !rebuilt_) rebuild_in_ready_order();
     } catch (...) {
       drain_quietly();
       in_backward_ = false;
@@ -569,6 +689,11 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   std::vector<bool> ready_;
   std::vector<std::int32_t> used_;  // 1 when the parameter's hook fired in this backward
   std::size_t next_bucket_ = 0;
+  std::size_t ready_count_ = 0;                 // gradients reported in this backward
+  std::vector<std::size_t> launch_positions_;  // per bucket: ready_count_ at its launch
+  std::vector<std::size_t> ready_order_;  // until the rebuild: parameters in the order their hooks fired
+  bool rebuilt_ = false;
+  std::vector<bool> static_unused_;  // static_graph: unused in the first backward, ready at once since
   std::size_t sync_count_ = 0;
   std::size_t early_launches_ = 0;
   std::size_t peak_in_flight_ = 0;
