@@ -94,7 +94,7 @@ void compare_with_batch_norm(RefImpl& ref, idist::nn::SyncBatchNormImpl& sync, c
     if (ref.options.track_running_stats()) {
       EXPECT_LT(max_abs(sync.running_mean, ref.running_mean), kTol) << "running_mean";
       EXPECT_LT(max_abs(sync.running_var, ref.running_var), kTol) << "running_var";
-      EXPECT_EQ(sync.num_batches_tracked.item<std::int64_t>(), ref.num_batches_tracked.item<std::int64_t>());
+      EXPECT_EQ(sync.num_batches_tracked.item<std::int64_t>(), ref.num_batches_tracked.template item<std::int64_t>());
     }
   }
   // Eval mode: running statistics (or, without them, each rank's own batch, as torch does).
