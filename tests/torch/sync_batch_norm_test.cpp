@@ -174,7 +174,7 @@ TEST(SyncBatchNorm, MatchesWithOtherOptions) {
     EXPECT_EQ(sync->parameters().size(), 0u);
     ref->to(torch::kDouble);
     sync->to(torch::kDouble);
-    compare_with_batch_norm(*ref, *sync, split, {3}, 2);
+    compare_with_batch_norm(*ref, *sync, split, {3, 2}, 2);
   }
   {
     SCOPED_TRACE("track_running_stats = false");
@@ -183,7 +183,7 @@ TEST(SyncBatchNorm, MatchesWithOtherOptions) {
     EXPECT_EQ(sync->buffers().size(), 0u);
     ref->to(torch::kDouble);
     sync->to(torch::kDouble);
-    compare_with_batch_norm(*ref, *sync, split, {3}, 2);
+    compare_with_batch_norm(*ref, *sync, split, {3, 2}, 2);
   }
 }
 

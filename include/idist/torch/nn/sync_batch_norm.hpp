@@ -90,9 +90,16 @@ struct SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFun
   /// Training-mode forward; returns {output} shaped like input.
   /// @throws ValueError when the global batch has at most one value per channel.
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input,
-                                                const at::Tensor& weight, const at::Tensor& bias,
-                                                const at::Tensor& running_mean, const at::Tensor& running_var,
-                                                double eps, double momentum, std::vector<int64_t> group_ranks) {
+                                                const c10::optional<at::Tensor>& weight_opt,
+                                                const c10::optional<at::Tensor>& bias_opt,
+                                                const c10::optional<at::Tensor>& running_mean_opt,
+                                                const c10::optional<at::Tensor>& running_var_opt, double eps,
+                                                double momentum, std::vector<int64_t> group_ranks) {
+    // Optional tensors: LibTorch's custom functions accept no undefined Tensor argument.
+    const at::Tensor weight = weight_opt.value_or(at::Tensor());
+    const at::Tensor bias = bias_opt.value_or(at::Tensor());
+    const at::Tensor running_mean = running_mean_opt.value_or(at::Tensor());
+    const at::Tensor running_var = running_var_opt.value_or(at::Tensor());
     const Group group = make_group(group_ranks);
     const int64_t channels = input.size(1);
     const int64_t count = input.size(1) == 0 ? 0 : input.numel() / channels;
@@ -307,8 +314,9 @@ class SyncBatchNormImpl : public torch::nn::Cloneable<SyncBatchNormImpl> {
       return torch::batch_norm(input, weight, bias, rmean, rvar, use_batch_stats, factor, options.eps(),
                                /*cudnn_enabled=*/true);
     std::vector<int64_t> ranks(group.ranks().begin(), group.ranks().end());
-    return detail::SyncBatchNormFunction::apply(input, weight, bias, rmean, rvar, options.eps(), factor,
-                                                std::move(ranks))[0];
+    auto opt = [](const torch::Tensor& t) { return t.defined() ? c10::optional<torch::Tensor>(t) : c10::nullopt; };
+    return detail::SyncBatchNormFunction::apply(input, opt(weight), opt(bias), opt(rmean), opt(rvar), options.eps(),
+                                                factor, std::move(ranks))[0];
   }
 
   /// Prints "idist::nn::SyncBatchNorm(C, eps=..., momentum=..., affine=..., track_running_stats=...)".
