@@ -94,6 +94,30 @@ INSTANTIATE_TEST_SUITE_P(Join, JoinEquivalence,
                                            std::tuple{true, false, 1e-4},   // one bucket per parameter
                                            std::tuple{false, true, 1e-4}));  // + the used-parameter map
 
+// Buffers (broadcast_buffers) under join: the joined ranks take part in the buffer broadcast from
+// the highest active rank, and every rank ends with the final model of the last rank.
+TEST(Join, BuffersAndParametersEndAsTheLastRanks) {
+  if (ws() < 2) GTEST_SKIP() << "needs two ranks";
+  torch::nn::Sequential net(torch::nn::Linear(4, 3), torch::nn::BatchNorm1d(3), torch::nn::Linear(3, 2));
+  net->to(torch::kDouble);
+  net = idist::auto_model(net);
+  torch::optim::SGD opt(net->parameters(), 0.1);
+  idist::join(net, [&] {
+    for (int s = 0; s < steps_of(rank()); ++s) {
+      auto [x, y] = batch(rank(), s);
+      opt.zero_grad();
+      torch::mse_loss(net->forward(x), y).backward();
+      opt.step();
+    }
+  });
+  bool same = true;
+  for (const auto& t : net->parameters()) same = same && idist::broadcast(t.detach().clone(), ws() - 1).equal(t);
+  for (const auto& t : net->buffers()) same = same && idist::broadcast(t.clone(), ws() - 1).equal(t);
+  EXPECT_TRUE(same) << "rank " << rank() << " differs from rank " << ws() - 1;
+  // The last rank ran all its steps: its num_batches_tracked counts them.
+  EXPECT_EQ(net->named_buffers()["1.num_batches_tracked"].item<std::int64_t>(), steps_of(ws() - 1));
+}
+
 TEST(Join, ThrowOnEarlyTerminationRaisesOnEveryRank) {
   if (ws() < 2) GTEST_SKIP() << "needs two ranks";
   auto net = idist::auto_model(std::make_shared<Net>());
