@@ -214,6 +214,10 @@ TEST(SyncBatchNorm, BadInputRaisesValueError) {
   } catch (const idist::ValueError& e) {
     EXPECT_NE(std::string(e.what()).find("expected 3 channels"), std::string::npos) << e.what();
   }
+  if (ws() > 2) {  // a group this rank is not in (ranks 0 and 1; rank 2 must not run the module)
+    idist::nn::SyncBatchNorm others(idist::nn::SyncBatchNormOptions(3).group(idist::Group{0, 1}));
+    if (rank() == 2) EXPECT_THROW(others(torch::randn({4, 3})), idist::ValueError);
+  }
   // One value per channel over the whole group (rank 0 holds one row, the others none).
   if (ws() > 1) {
     try {

@@ -26,6 +26,7 @@
 /// rank waits in the indicator all-reduce until the next synchronised backward of the others, which
 /// must come within the timeout given to initialize() (long no_sync() stretches count).
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <type_traits>

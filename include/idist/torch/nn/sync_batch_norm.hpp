@@ -23,6 +23,7 @@
 /// Every rank of the group must call forward and backward the same number of times (they are
 /// collectives); a rank with an empty batch still takes part. Double backward is not supported.
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <ostream>
@@ -286,7 +287,8 @@ class SyncBatchNormImpl : public torch::nn::Cloneable<SyncBatchNormImpl> {
   /// statistics are those of the group's global batch (one all_gather; backward: one all_reduce),
   /// except with world size 1, where it is plain batch normalization, as torch does. In eval mode
   /// (with running statistics) nothing is communicated. Mirrors torch.nn.SyncBatchNorm.forward.
-  /// @throws ValueError for an input of fewer than 2 dimensions or with another channel count, or
+  /// @throws ValueError for an input of fewer than 2 dimensions or with another channel count, when
+  ///         this rank is not in the options' group (training, group of more than one rank), or
   ///         when the global batch has one value per channel in training mode.
   torch::Tensor forward(const torch::Tensor& input) {
     if (input.dim() < 2)
@@ -310,6 +312,10 @@ class SyncBatchNormImpl : public torch::nn::Cloneable<SyncBatchNormImpl> {
     const torch::Tensor rvar = keep_running ? running_var : torch::Tensor();
     const Group& group = options.group();
     const bool sync = use_batch_stats && is_training() && detail::group_size(group) > 1;
+    if (sync && !group.is_world() &&
+        std::find(group.ranks().begin(), group.ranks().end(), get_rank()) == group.ranks().end())
+      throw ValueError("SyncBatchNorm: rank " + std::to_string(get_rank()) + " is not a member of the group " +
+                       group.str() + " given in SyncBatchNormOptions; every rank that runs the module must be one");
     if (!sync)
       return torch::batch_norm(input, weight, bias, rmean, rvar, use_batch_stats, factor, options.eps(),
                                /*cudnn_enabled=*/true);
