@@ -49,6 +49,9 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   app.add_option("--timeout", o.timeout, "seconds a collective may wait before failing")
       ->check(kPositive)
       ->capture_default_str();
+  app.add_flag("--sync-bn", o.sync_bn,
+               "use the CNN's batch-norm variant, its statistics synchronised over the ranks "
+               "(auto_model sync_bn: idist::nn::SyncBatchNorm); checkpoints of one variant do not load into the other");
   app.add_option("--nproc-per-node", o.nproc_per_node, "spawn this many worker processes per node (gloo, nccl)")
       ->check(kPositive);
   app.add_option("--nnodes", o.nnodes, "number of nodes; run the same command on each with its --node-rank")

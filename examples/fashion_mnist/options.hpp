@@ -29,6 +29,7 @@ struct Options {
   int num_workers = 0;                     ///< data-loader worker threads (global, scaled per rank by ignite's rule)
   double log_every = 5.0;                  ///< seconds between progress lines
   double timeout = 600.0;                  ///< seconds any collective may wait before failing
+  bool sync_bn = false;                    ///< the CNN with batch norm, synchronised over the ranks (auto_model sync_bn)
   std::optional<int> nproc_per_node;       ///< spawn this many workers (gloo launcher); unset = launched externally
   // Several nodes (ignite's multi-node Parallel): every node runs the same command with its --node-rank.
   std::optional<int> nnodes;               ///< number of nodes; the world is nnodes * nproc_per_node ranks

@@ -119,7 +119,7 @@ void train(const Options& o) {
                                         .sampler = train_sampler});
   TestLoader test_loader = make_test_loader(test_set);
 
-  auto net = std::make_shared<Net>();
+  auto net = std::make_shared<Net>(/*batch_norm=*/o.sync_bn);
   std::optional<LoadedCheckpoint> checkpoint;
   if (o.resume) {
     checkpoint = load_newest_checkpoint(o.checkpoint_dir);
@@ -129,7 +129,7 @@ void train(const Options& o) {
     net->load(checkpoint->model);  // before auto_model, which broadcasts rank 0's weights
     report_differences(checkpoint->state, o);
   }
-  auto model = idist::auto_model(net);
+  auto model = idist::auto_model(net, {.sync_bn = o.sync_bn});
   if (o.comm_hook == "allreduce") idist::register_comm_hook(model, idist::comm_hooks::allreduce());
   if (o.comm_hook == "fp16") idist::register_comm_hook(model, idist::comm_hooks::fp16_compress());
   if (o.comm_hook == "bf16") idist::register_comm_hook(model, idist::comm_hooks::bf16_compress());
@@ -194,10 +194,10 @@ void train(const Options& o) {
     fmt::print("{{\"world_size\": {}, \"backend\": \"{}\", \"epochs\": {}, \"first_epoch\": {}, \"last_epoch\": {}, "
                "\"batch_size\": {}, \"train_images\": {}, \"threads_per_rank\": {}, \"train_seconds\": {:.3f}, "
                "\"images_per_s\": {:.1f}, \"train_loss\": {:.6f}, \"train_accuracy\": {:.6f}, \"test_accuracy\": {:.4f}, "
-               "\"comm_hook\": \"{}\", \"weights_digest\": \"{}\"}}\n",
+               "\"comm_hook\": \"{}\", \"weights_digest\": \"{}\", \"sync_bn\": {}}}\n",
                world, idist::backend().value_or("serial"), o.epochs, first_epoch, last_epoch, local_batch * world,
                n_train, torch::get_num_threads(), seconds, seconds > 0 ? double(progress.images_done()) / seconds : 0.0,
-               last.mean_loss(), last.accuracy(), accuracy, o.comm_hook, weights_digest(*model));
+               last.mean_loss(), last.accuracy(), accuracy, o.comm_hook, weights_digest(*model), o.sync_bn);
     std::fflush(stdout);
   }
 }

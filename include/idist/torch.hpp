@@ -2,6 +2,7 @@
 /// @file
 /// The LibTorch layer of idist (header-only; CMake target idist::torch): tensor collectives,
 /// auto_model (DistributedDataParallel-style gradient averaging) with no_sync, auto_optim,
+/// join (uneven inputs), idist::nn::SyncBatchNorm and convert_sync_batchnorm,
 /// auto_dataloader (map-style and stream datasets), DistributedSampler, DistributedProxySampler and
 /// WeightedRandomSampler.
 /// Included by idist/idist.hpp when <torch/torch.h> is on the include path.
@@ -13,8 +14,11 @@
 #include "idist/torch/dtype.hpp"
 #include "idist/torch/collectives.hpp"
 #include "idist/torch/reducer.hpp"
+#include "idist/torch/nn/sync_batch_norm.hpp"
+#include "idist/torch/nn/convert_sync_batch_norm.hpp"
 #include "idist/torch/auto_model.hpp"
 #include "idist/torch/comm_hooks.hpp"
+#include "idist/torch/join.hpp"
 #include "idist/torch/auto_optim.hpp"
 #include "idist/torch/samplers.hpp"
 #include "idist/torch/auto_dataloader.hpp"

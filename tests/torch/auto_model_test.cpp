@@ -1,6 +1,6 @@
 // auto_model / auto_optim / no_sync: the DDP equivalence of issue 2 (each rank trains on its share
 // of every batch and ends with the parameters of one process training on the whole batches), with
-// one and with several buckets; no_sync accumulation; unused parameters; buffers; sync_bn; models
+// one and with several buckets; no_sync accumulation; unused parameters; buffers; models
 // that differ between ranks. Multi-rank cases skip when serial.
 #include <gtest/gtest.h>
 
@@ -263,21 +263,7 @@ TEST(AutoModel, BuffersFollowRankZero) {
   }
 }
 
-TEST(AutoModel, SyncBatchNormIsRejectedWhenDistributed) {
-  torch::nn::Sequential with_bn(torch::nn::Linear(4, 4), torch::nn::BatchNorm1d(4));
-  torch::nn::Sequential without_bn(torch::nn::Linear(4, 4));
-  EXPECT_NO_THROW(idist::auto_model(without_bn, {.sync_bn = true}));
-  if (ws() > 1) {
-    try {
-      idist::auto_model(with_bn, {.sync_bn = true});
-      ADD_FAILURE() << "expected ValueError";
-    } catch (const idist::ValueError& e) {
-      EXPECT_NE(std::string(e.what()).find("SyncBatchNorm"), std::string::npos) << e.what();
-    }
-  } else {
-    EXPECT_NO_THROW(idist::auto_model(with_bn, {.sync_bn = true}));  // ignite ignores it when serial
-  }
-}
+// sync_bn: tests/torch/sync_batch_norm_test.cpp.
 
 TEST(AutoModel, DifferentModelsRaiseOnEveryRank) {
   if (ws() < 2) GTEST_SKIP() << "needs two ranks";

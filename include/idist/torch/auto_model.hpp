@@ -20,19 +20,24 @@
 #include "idist/collectives.hpp"
 #include "idist/context.hpp"
 #include "idist/error.hpp"
+#include "idist/logging.hpp"
 #include "idist/torch/collectives.hpp"
 #include "idist/torch/dtype.hpp"
 #include "idist/torch/comm_hook.hpp"
+#include "idist/torch/nn/convert_sync_batch_norm.hpp"
 #include "idist/torch/reducer.hpp"
 
 namespace idist {
 
 /// Options of auto_model (the keyword arguments ignite forwards to DistributedDataParallel).
 struct AutoModelOptions {
-  /// ignite's sync_bn (convert BatchNorm to SyncBatchNorm). LibTorch has no SyncBatchNorm and a
-  /// C++ module's members cannot change type, so with world size > 1 a model containing
-  /// BatchNorm1d/2d/3d and sync_bn = true is rejected with ValueError; without BatchNorm it is a
-  /// no-op, as is any value when serial.
+  /// ignite's sync_bn: with world size > 1, replace every BatchNorm1d/2d/3d of the model by
+  /// idist::nn::SyncBatchNorm (batch statistics over all ranks) through
+  /// idist::nn::convert_sync_batchnorm, which keeps the parameter and buffer tensors and names.
+  /// BatchNorm entries of Sequential / ModuleList / ModuleDict and registered children that no
+  /// member holds are replaced; a model with any other BatchNorm (a member holder of a user module,
+  /// or the model itself) is rejected with a ValueError naming those modules, on every rank. A
+  /// no-op when serial (as in ignite). With sync_bn = false, BatchNorm stays per-rank.
   bool sync_bn = false;
   /// Cap of a gradient bucket in MiB (DDP's bucket_cap_mb); the first bucket is capped at 1 MiB or
   /// this, whichever is smaller. Must be positive.
@@ -139,12 +144,26 @@ std::shared_ptr<Reducer> reducer_of(const T& model) {
   return m ? reducer_registry().find(m.get()) : nullptr;
 }
 
-/// True when the module tree contains BatchNorm1d, BatchNorm2d or BatchNorm3d.
-inline bool has_batch_norm(const torch::nn::Module& module) {
-  for (const auto& m : module.modules(/*include_self=*/true))
-    if (m->as<torch::nn::BatchNorm1d>() || m->as<torch::nn::BatchNorm2d>() || m->as<torch::nn::BatchNorm3d>())
-      return true;
-  return false;
+/// auto_model's sync_bn step: converts the BatchNorm modules of `module` to SyncBatchNorm on every
+/// rank (ignite: nn.SyncBatchNorm.convert_sync_batchnorm).
+/// @throws ValueError on every rank when some rank cannot convert its model (that rank's message
+///         names the modules; the others name the rank).
+inline void convert_batch_norms(torch::nn::Module& module) {
+  std::string error;
+  std::size_t converted = 0;
+  try {
+    converted = nn::convert_sync_batchnorm(module);
+  } catch (const ValueError& e) {
+    error = std::string("auto_model: sync_bn=true, but ") + e.what();
+  }
+  const int bad = all_reduce(error.empty() ? -1 : get_rank(), ReduceOp::Max);
+  if (!error.empty()) throw ValueError(error);
+  if (bad >= 0)
+    throw ValueError("auto_model: sync_bn=true, but rank " + std::to_string(bad) +
+                     " could not convert its BatchNorm modules to SyncBatchNorm (see that rank's error)");
+  if (converted > 0)
+    log_info("distributed.auto.auto_model",
+             "Convert batch norm to sync batch norm (" + std::to_string(converted) + " module(s))");
 }
 
 /// One line per parameter and buffer: "name dtype [sizes]", for comparing models across ranks.
@@ -209,8 +228,8 @@ inline void broadcast_module_states(const torch::nn::Module& module) {
 /// made); call auto_model again instead. Calling auto_model again on the same model replaces
 /// its reducer. Every rank must call it (it communicates).
 /// @throws ValueError for an empty model, a non-positive bucket_cap_mb, a parameter dtype idist
-///         cannot reduce, sync_bn with BatchNorm modules (world size > 1), or models that differ
-///         between ranks (on every rank).
+///         cannot reduce, sync_bn with a BatchNorm that cannot be replaced (world size > 1, on every
+///         rank; see AutoModelOptions::sync_bn), or models that differ between ranks (on every rank).
 template <detail::ModelHandle Model>
 Model auto_model(Model model, const AutoModelOptions& opts = {}) {
   const std::shared_ptr<torch::nn::Module> module = detail::module_of(model);
@@ -225,10 +244,7 @@ Model auto_model(Model model, const AutoModelOptions& opts = {}) {
   if (!on_device) module->to(dev);
 
   if (get_world_size() > 1) {
-    if (opts.sync_bn && detail::has_batch_norm(*module))
-      throw ValueError(
-          "auto_model: sync_bn=true, but LibTorch has no SyncBatchNorm and the model contains BatchNorm modules; "
-          "pass sync_bn=false (each rank then normalises with its own batch statistics)");
+    if (opts.sync_bn) detail::convert_batch_norms(*module);
     detail::verify_same_model(*module);
     detail::broadcast_module_states(*module);
     detail::Reducer::Options ropts;

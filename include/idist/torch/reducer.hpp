@@ -43,6 +43,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -288,6 +289,84 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     return early_launches_;
   }
 
+  // --- Join support (idist::join, idist/torch/join.hpp); unused otherwise. ---
+
+  /// What a synchronised backward learns from join's per-iteration indicator: the divisor of the
+  /// gradients (DDP under Join: the initial world size, or the number of ranks still active) and
+  /// the world rank whose buffers are broadcast after the backward (the highest active rank).
+  struct JoinTick {
+    double divisor = 1.0;
+    int buffer_src = 0;
+  };
+  /// Installs the function run at the start of every synchronised backward, before any bucket is
+  /// reduced (join's indicator all-reduce; it may throw to fail the backward, e.g. for
+  /// throw_on_early_termination), or removes it when empty. It is called with the reducer's lock
+  /// held, so it must not call the reducer. While it is installed the returned divisor and buffer
+  /// source are used; removing it restores the world size and rank 0.
+  void set_join_tick(std::function<JoinTick()> tick) {
+    std::lock_guard lock(mutex_);
+    join_tick_ = std::move(tick);
+    if (!join_tick_) {
+      world_size_tensor_.fill_(double(world_size_));
+      buffer_src_ = 0;
+    }
+  }
+  /// Whether a join tick is installed (a join is running).
+  bool has_join_tick() const {
+    std::lock_guard lock(mutex_);
+    return static_cast<bool>(join_tick_);
+  }
+  /// The shadow of one synchronised backward for a rank that has joined (DDP's join hook,
+  /// _match_all_reduce_for_bwd_pass): issues exactly the collectives a synchronised backward issues,
+  /// in the same order and through the same calls, with zero contributions: one all-reduce of a
+  /// zero-filled bucket per bucket (launch_ready_buckets), the used-parameter map when
+  /// find_unused_parameters, and the buffer broadcast from world rank `buffer_src` when
+  /// broadcast_buffers, and after the first backward the broadcast of the rebuilt bucket order. With
+  /// a communication hook the zero buckets go through the hook, as in DDP. This rank's gradients
+  /// are left untouched; its buffers receive buffer_src's.
+  /// @throws ValueError when called during a backward; what the collectives raise.
+  void shadow_backward(int buffer_src) {
+    std::lock_guard lock(mutex_);
+    if (in_backward_) throw ValueError("Reducer::shadow_backward: called during a backward");
+    std::vector<at::Tensor> kept;
+    for (auto& b : buckets_) {
+      kept.push_back(b.flat);
+      b.flat = at::zeros_like(b.flat);
+      b.pending = 0;
+      b.launched = false;
+      b.work = Work{};
+      b.future = BucketFuture{};
+    }
+    next_bucket_ = 0;
+    launch_positions_.assign(buckets_.size(), params_.size());
+    auto restore = [&] {
+      for (std::size_t k = 0; k < buckets_.size(); ++k) {
+        buckets_[k].flat = kept[k];
+        buckets_[k].launched = false;
+        buckets_[k].work = Work{};
+        buckets_[k].future = BucketFuture{};
+      }
+    };
+    const bool search_unused = opts_.find_unused_parameters || (opts_.static_graph && sync_count_ == 0);
+    try {
+      launch_ready_buckets();
+      at::Tensor used = at::zeros({std::int64_t(params_.size())}, at::kInt);
+      Work used_work;
+      if (search_unused) used_work = all_reduce_async(used, ReduceOp::Sum);
+      for (std::size_t k = 0; k < buckets_.size(); ++k) wait_bucket(buckets_[k], k);
+      used_work.wait();
+      if (opts_.broadcast_buffers && world_size_ > 1) broadcast_coalesced(buffers_, buffer_src);
+    } catch (...) {
+      drain_quietly();
+      restore();
+      throw;
+    }
+    restore();
+    // Like the active ranks' first backward: adopt rank 0's ready order (this rank reports none).
+    if (opts_.rebuild_buckets && !rebuilt_) rebuild_in_ready_order();
+    ++sync_count_;  // the active ranks count this backward too (static_graph's first-iteration test)
+  }
+
  private:
   /// One parameter's place in its bucket.
   struct Slot {
@@ -463,6 +542,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     }
     if (!in_backward_) {
       if (!require_sync_) return;  // no_sync(): gradients accumulate locally
+      if (join_tick_) apply_join_tick();
       prepare_backward();
     }
     try {
@@ -666,8 +746,16 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     return g;
   }
 
-  /// Copies rank 0's buffers (e.g. batch-norm running statistics) to every rank.
-  void broadcast_buffers() { broadcast_coalesced(buffers_, 0); }
+  /// Copies rank 0's buffers (e.g. batch-norm running statistics) to every rank (under join: the
+  /// highest active rank's).
+  void broadcast_buffers() { broadcast_coalesced(buffers_, buffer_src_); }
+
+  /// Runs the join tick and adopts its divisor and buffer source (lock held).
+  void apply_join_tick() {
+    const JoinTick tick = join_tick_();
+    world_size_tensor_.fill_(tick.divisor);
+    buffer_src_ = tick.buffer_src;
+  }
 
   Options opts_;
   CommHook comm_hook_;  // empty: the default all-reduce of averaged gradients
@@ -697,6 +785,8 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   std::size_t sync_count_ = 0;
   std::size_t early_launches_ = 0;
   std::size_t peak_in_flight_ = 0;
+  std::function<JoinTick()> join_tick_;  // set by idist::join while it runs
+  int buffer_src_ = 0;                   // world rank whose buffers broadcast_buffers() copies
 };
 
 }  // namespace idist::detail
