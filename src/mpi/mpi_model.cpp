@@ -63,7 +63,12 @@ NativeMPIModel::NativeMPIModel(std::chrono::milliseconds timeout, bool owns_mpi,
   local_rank_ = layout_.local_rank;
   types_.create(rank_);
   world_label_ = "world (ranks 0-" + std::to_string(size_ - 1) + ")";
-  if (settings.blocking_collectives) watchdog_ = std::make_unique<Watchdog>(timeout, rank_);
+  // Below MPI_THREAD_MULTIPLE idist holds one lock around each MPI call; a blocking collective would
+  // hold it until the peers arrive, and two threads of a rank calling collectives on different groups
+  // would deadlock (each rank's lock held by the thread the other rank's thread waits for). The
+  // polled calls release it between tests.
+  if (settings.blocking_collectives && thread_level >= MPI_THREAD_MULTIPLE)
+    watchdog_ = std::make_unique<Watchdog>(timeout, rank_);
   // The progress thread pays when the wire is the bottleneck (across nodes); on one node the
   // transfers are memory copies that compete with backward for the same cores
   // (docs/performance.md). Its MPI_Test runs beside other threads' calls: MPI_THREAD_MULTIPLE only.

@@ -104,8 +104,9 @@ class NativeMPIModel final : public ComputationModel {
   int nnodes() const override { return layout_.nnodes; }
   /// "cuda:<local rank>" when a CUDA device is usable, else "cpu" (ignite's rule for mpi).
   Device device() const override;
-  /// False: Open MPI progresses non-blocking collectives only inside MPI calls (MPI_Test).
-  bool has_async_progress() const override { return false; }
+  /// True with the progress thread; otherwise false: Open MPI progresses non-blocking collectives
+  /// only inside MPI calls (MPI_Test).
+  bool has_async_progress() const override { return progress_ != nullptr; }
   /// Overrides the measured local rank (ignite's set_local_rank hint).
   void set_local_rank(int local_rank) override;
 
