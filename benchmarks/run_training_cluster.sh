@@ -44,7 +44,8 @@ for rate in $rates; do
           # shellcheck disable=SC2046
           "$cluster" run 1 env IDIST_MPI_PROGRESS_THREAD="$p" mpirun "${mpiflags[@]}" \
             $("$root/scripts/cluster-agent.sh" --mpirun-flags) --host "$h1:1,$h2:1" -np 2 -x OMP_NUM_THREADS \
-            -x IDIST_MPI_PROGRESS_THREAD "$bin" "${args[@]}" --label "$label" | tee "$dir/training_$label.txt"
+            -x IDIST_MPI_PROGRESS_THREAD ${IDIST_MPI_PROGRESS_CHUNK_BYTES:+-x IDIST_MPI_PROGRESS_CHUNK_BYTES} \
+            "$bin" "${args[@]}" --label "$label" | tee "$dir/training_$label.txt"
         done
         ;;
       gloo)

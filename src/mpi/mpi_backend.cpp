@@ -44,6 +44,16 @@ std::optional<bool> progress_thread_from_env() {
   throw ValueError("IDIST_MPI_PROGRESS_THREAD should be 0, 1 or auto, but given '" + v + "'");
 }
 
+std::size_t progress_chunk_from_env() {
+  const char* s = std::getenv("IDIST_MPI_PROGRESS_CHUNK_BYTES");
+  if (!s || !*s) return MpiSettings{}.progress_chunk_bytes;
+  char* end = nullptr;
+  const long long v = std::strtoll(s, &end, 10);
+  if (*end != '\0' || v < 0)
+    throw ValueError("IDIST_MPI_PROGRESS_CHUNK_BYTES should be a non-negative integer, but given '" + std::string(s) + "'");
+  return std::size_t(v);
+}
+
 namespace {
 // Options first, then the environment, then the defaults (blocking calls; the progress thread
 // across nodes). Bad variables fail before MPI starts.
@@ -54,6 +64,7 @@ MpiSettings settings_from(const InitOptions& opts) {
   const std::optional<bool> env_progress = progress_thread_from_env();
   s.blocking_collectives = opts.mpi_blocking_collectives.value_or(env_blocking.value_or(true));
   s.progress_thread = opts.mpi_progress_thread ? opts.mpi_progress_thread : env_progress;
+  s.progress_chunk_bytes = progress_chunk_from_env();
   return s;
 }
 }  // namespace

@@ -74,7 +74,10 @@ NativeMPIModel::NativeMPIModel(std::chrono::milliseconds timeout, bool owns_mpi,
   // (docs/performance.md). Its MPI_Test runs beside other threads' calls: MPI_THREAD_MULTIPLE only.
   // Every rank decides alike (the layout is global), though nothing requires it.
   const bool progress = settings.progress_thread.value_or(layout_.nnodes > 1) && thread_level >= MPI_THREAD_MULTIPLE;
-  if (progress) progress_ = std::make_unique<ProgressThread>(rank_, health_, std::chrono::microseconds(50));
+  if (progress) {
+    progress_ = std::make_unique<ProgressThread>(rank_, health_, std::chrono::microseconds(50));
+    if (size_ < 4) progress_chunk_ = settings.progress_chunk_bytes;
+  }
 }
 
 Device NativeMPIModel::device() const {
@@ -185,7 +188,11 @@ NativeMPIModel::ReduceCall NativeMPIModel::prepare_all_reduce(const Buffer& data
 
 Work NativeMPIModel::all_reduce(Buffer data, ReduceOp op, const Group& group) {
   const auto [comm, type, mpi_op] = prepare_all_reduce(data, op, group);
-  if (data.count <= max_count_) [[likely]] {
+  // With the progress thread, large all-reduces go out as several chunks in flight at once: for
+  // fewer than 4 ranks libnbc reduces to rank 0 and then broadcasts, one link direction after the
+  // other, and consecutive chunks let one chunk's broadcast share the wire with the next one's reduce.
+  const std::size_t limit = progress_chunk_ ? std::min(max_count_, std::max<std::size_t>(1, progress_chunk_ / dtype_size(data.dtype))) : max_count_;
+  if (data.count <= limit) [[likely]] {
     MPI_Request request;
     int rc;
     {
@@ -195,12 +202,13 @@ Work NativeMPIModel::all_reduce(Buffer data, ReduceOp op, const Group& group) {
     check(rc, "MPI_Iallreduce");
     return make_work(request, "MPI_Iallreduce", "all_reduce");
   }
-  // More elements than an int counts: reduce consecutive chunks (elementwise, so chunks are independent).
+  // More elements than an int counts (or the chunk above): reduce consecutive chunks (elementwise,
+  // so chunks are independent).
   const std::size_t esize = dtype_size(data.dtype);
   std::vector<MPI_Request> requests;
   MpiCallGuard guard;
-  for (std::size_t off = 0; off < data.count; off += max_count_) {
-    const int n = int(std::min(max_count_, data.count - off));
+  for (std::size_t off = 0; off < data.count; off += limit) {
+    const int n = int(std::min(limit, data.count - off));
     MPI_Request request;
     check(MPI_Iallreduce(MPI_IN_PLACE, at(data.data, off, esize), n, type, mpi_op, comm, &request),
               "MPI_Iallreduce");

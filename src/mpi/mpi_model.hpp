@@ -52,7 +52,15 @@ struct MpiSettings {
   /// Progress thread for non-blocking collectives: on, off, or std::nullopt = on exactly when the
   /// world spans several nodes and MPI provides MPI_THREAD_MULTIPLE.
   std::optional<bool> progress_thread;
+  /// With the progress thread and fewer than 4 ranks, non-blocking all-reduces larger than this many
+  /// bytes are posted as chunks of this size (0: never); see NativeMPIModel::all_reduce().
+  std::size_t progress_chunk_bytes = std::size_t(4) << 20;
 };
+
+/// The environment variable IDIST_MPI_PROGRESS_CHUNK_BYTES (a testing and tuning knob): the chunk
+/// size of MpiSettings::progress_chunk_bytes, 0 to post every all-reduce whole; unset: 4 MiB.
+/// @throws ValueError when set but not a non-negative integer.
+std::size_t progress_chunk_from_env();
 
 /// The mpi computation model: non-blocking collectives are MPI's (MPI_Iallreduce, MPI_Iallgather(v),
 /// MPI_Ibcast, MPI_Ibarrier), blocking ones MPI_Allreduce and its kin under a Watchdog (unless
@@ -213,6 +221,7 @@ class NativeMPIModel final : public ComputationModel {
   std::shared_ptr<CommHealth> health_ = std::make_shared<CommHealth>();
   std::unique_ptr<Watchdog> watchdog_;  // set when blocking collectives are on
   std::unique_ptr<ProgressThread> progress_;  // set when non-blocking collectives progress in the background
+  std::size_t progress_chunk_ = 0;            // bytes per posted all-reduce chunk with progress_ (0: whole)
   std::mutex monitored_mutex_;
   std::map<std::vector<int>, std::uint64_t> monitored_generations_;  // per group's members
 };
