@@ -43,7 +43,9 @@ struct InitOptions {
   /// either way.
   std::optional<bool> mpi_blocking_collectives;
   /// mpi only: a background thread that progresses non-blocking collectives (MPI_Test every 50 us
-  /// while any is in flight), so that auto_model's bucket all-reduces overlap backward. Needs
+  /// while any is in flight), so that auto_model's bucket all-reduces overlap backward. With fewer
+  /// than 4 ranks it posts all-reduces above 4 MiB as 4 MiB chunks in flight together
+  /// (IDIST_MPI_PROGRESS_CHUNK_BYTES; 0 = whole). Needs
   /// MPI_THREAD_MULTIPLE (idist asks for it). std::nullopt: the environment variable
   /// IDIST_MPI_PROGRESS_THREAD (1, 0 or auto), else auto: on when the world spans several nodes, off
   /// on one node, where transfers are memory copies that would compete with backward for the cores
