@@ -9,6 +9,7 @@
 #include <memory>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/cuda_probe.hpp"
@@ -110,12 +111,16 @@ void NativeMPIModel::finalize() {
 }
 
 void NativeMPIModel::abort_broken() const {
+  // Peers that hung in the same collective reach their own timeout about now; aborting at once would
+  // kill them before they report it (and write their flight recorders), so they get a grace period.
+  const auto grace = std::min<std::chrono::milliseconds>(timeout(), std::chrono::seconds(5));
   std::fprintf(stderr,
                "idist: finalize() on rank %d: the mpi backend is unusable since an earlier failure: %s. MPI cannot "
                "cancel or free the collective left pending, and MPI_Finalize would crash or hang on it, so the job is "
-               "aborted instead (MPI_Abort, exit code 1).\n",
-               rank_, health_->first_failure().c_str());
+               "aborted instead (MPI_Abort, exit code 1) in %lld ms, once the other ranks could report.\n",
+               rank_, health_->first_failure().c_str(), static_cast<long long>(grace.count()));
   std::fflush(stderr);
+  std::this_thread::sleep_for(grace);
   MPI_Abort(MPI_COMM_WORLD, 1);
   std::_Exit(1);
 }
