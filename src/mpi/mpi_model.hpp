@@ -81,8 +81,8 @@ std::size_t progress_chunk_from_env();
 /// background, so auto_model's bucket all-reduces overlap backward (has_async_progress()).
 ///
 /// After a timeout or an MPI error the model is broken (CommHealth): every later collective raises
-/// BackendError naming the first failure, and finalize() aborts the job (MPI_Abort, exit code 1)
-/// with that message instead of calling MPI_Finalize on abandoned requests.
+/// BackendError naming the first failure, and finalize() aborts the job (MPI_Abort, exit code 1,
+/// after min(timeout, 5 s)) with that message instead of calling MPI_Finalize on abandoned requests.
 ///
 /// Buffers must be host memory. Element counts above the int range of the MPI-3 interface are split
 /// into several MPI calls (all_reduce, broadcast) or gathered as one broadcast per rank
