@@ -50,7 +50,8 @@ std::size_t progress_chunk_from_env() {
   char* end = nullptr;
   const long long v = std::strtoll(s, &end, 10);
   if (*end != '\0' || v < 0)
-    throw ValueError("IDIST_MPI_PROGRESS_CHUNK_BYTES should be a non-negative integer, but given '" + std::string(s) + "'");
+    throw ValueError("IDIST_MPI_PROGRESS_CHUNK_BYTES should be a non-negative integer, but given '" + std::string(s) +
+                     "'");
   return std::size_t(v);
 }
 

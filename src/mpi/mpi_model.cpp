@@ -196,7 +196,9 @@ Work NativeMPIModel::all_reduce(Buffer data, ReduceOp op, const Group& group) {
   // With the progress thread, large all-reduces go out as several chunks in flight at once: for
   // fewer than 4 ranks libnbc reduces to rank 0 and then broadcasts, one link direction after the
   // other, and consecutive chunks let one chunk's broadcast share the wire with the next one's reduce.
-  const std::size_t limit = progress_chunk_ ? std::min(max_count_, std::max<std::size_t>(1, progress_chunk_ / dtype_size(data.dtype))) : max_count_;
+  const std::size_t limit =
+      progress_chunk_ ? std::min(max_count_, std::max<std::size_t>(1, progress_chunk_ / dtype_size(data.dtype)))
+                      : max_count_;
   if (data.count <= limit) [[likely]] {
     MPI_Request request;
     int rc;
