@@ -113,7 +113,9 @@ void NativeMPIModel::finalize() {
 void NativeMPIModel::abort_broken() const {
   // Peers that hung in the same collective reach their own timeout about now; aborting at once would
   // kill them before they report it (and write their flight recorders), so they get a grace period.
-  const auto grace = std::min<std::chrono::milliseconds>(timeout(), std::chrono::seconds(5));
+  // Half the timeout, so that it rarely ends together with a peer's watchdog abort (an mpirun under
+  // load was seen to hang once when both came at the same moment).
+  const auto grace = std::min<std::chrono::milliseconds>(timeout() / 2, std::chrono::seconds(5));
   std::fprintf(stderr,
                "idist: finalize() on rank %d: the mpi backend is unusable since an earlier failure: %s. MPI cannot "
                "cancel or free the collective left pending, and MPI_Finalize would crash or hang on it, so the job is "

@@ -82,7 +82,7 @@ std::size_t progress_chunk_from_env();
 ///
 /// After a timeout or an MPI error the model is broken (CommHealth): every later collective raises
 /// BackendError naming the first failure, and finalize() aborts the job (MPI_Abort, exit code 1,
-/// after min(timeout, 5 s)) with that message instead of calling MPI_Finalize on abandoned requests.
+/// after min(timeout / 2, 5 s)) with that message instead of calling MPI_Finalize on abandoned requests.
 ///
 /// Buffers must be host memory. Element counts above the int range of the MPI-3 interface are split
 /// into several MPI calls (all_reduce, broadcast) or gathered as one broadcast per rank

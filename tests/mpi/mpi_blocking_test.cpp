@@ -1,6 +1,7 @@
-// The mpi backend with blocking collectives (InitOptions::mpi_blocking_collectives): the model runs
-// MPI's blocking calls under a watchdog. The collective semantics are checked by the conformance
-// suite run with IDIST_MPI_BLOCKING=1; this file checks the switch and the watchdog's bookkeeping.
+// The mpi backend with blocking collectives (the default; InitOptions::mpi_blocking_collectives): the
+// model runs MPI's blocking calls under a watchdog. The collective semantics are checked by the
+// conformance suite (and with IDIST_MPI_BLOCKING=0 the polled mode); this file checks the switches
+// and the watchdog's bookkeeping.
 // The abort itself ends the job, so it is tested by mpi_watchdog_abort.cpp.
 #include <gtest/gtest.h>
 
@@ -94,6 +95,25 @@ TEST(MpiBlocking, ProgressThreadSwitchAcceptsZeroOneAndAuto) {
   }
   if (saved) setenv("IDIST_MPI_PROGRESS_THREAD", keep.c_str(), 1);
   else unsetenv("IDIST_MPI_PROGRESS_THREAD");
+}
+
+TEST(MpiBlocking, ProgressChunkSwitchTakesANonNegativeByteCount) {
+  const char* saved = std::getenv("IDIST_MPI_PROGRESS_CHUNK_BYTES");
+  const std::string keep = saved ? saved : "";
+  unsetenv("IDIST_MPI_PROGRESS_CHUNK_BYTES");
+  EXPECT_EQ(idist::mpi_backend::progress_chunk_from_env(), std::size_t(4) << 20);
+  setenv("IDIST_MPI_PROGRESS_CHUNK_BYTES", "0", 1);
+  EXPECT_EQ(idist::mpi_backend::progress_chunk_from_env(), 0u);
+  setenv("IDIST_MPI_PROGRESS_CHUNK_BYTES", "-1", 1);
+  try {
+    idist::mpi_backend::progress_chunk_from_env();
+    ADD_FAILURE() << "IDIST_MPI_PROGRESS_CHUNK_BYTES=-1 was accepted";
+  } catch (const idist::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("should be a non-negative integer, but given '-1'"), std::string::npos)
+        << e.what();
+  }
+  if (saved) setenv("IDIST_MPI_PROGRESS_CHUNK_BYTES", keep.c_str(), 1);
+  else unsetenv("IDIST_MPI_PROGRESS_CHUNK_BYTES");
 }
 
 TEST(MpiBlocking, OneNodeRunsNoProgressThreadByDefault) {
