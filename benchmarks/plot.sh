@@ -19,7 +19,7 @@ value() {  # value <file> <config> <column-name>
                                     $2 == cfg { print $c; exit }' "$1"
 }
 
-for b in mpi mpi_blocking gloo; do
+for b in mpi mpi_polled gloo; do
   ar=$in/collectives_${b}_all_reduce.csv
   ag=$in/collectives_${b}_all_gather.csv
   bc=$in/collectives_${b}_broadcast.csv

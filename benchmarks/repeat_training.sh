@@ -6,7 +6,7 @@
 # Writes <out>/training_repeats.csv (one row per backend, model and run) and prints the medians.
 #
 #   REPEATS=5 BUILD_DIR=build benchmarks/repeat_training.sh [extra benchmark arguments]
-#   IDIST_MPI_BLOCKING=1 BACKENDS=mpi LABEL=mpi_blocking benchmarks/repeat_training.sh
+#   IDIST_MPI_BLOCKING=0 BACKENDS=mpi LABEL=mpi_polled benchmarks/repeat_training.sh
 # BACKENDS limits the backends (default: all compiled); LABEL names the output files
 # (training_repeats_<LABEL>.csv / .txt).
 set -euo pipefail

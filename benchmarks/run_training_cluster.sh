@@ -19,6 +19,9 @@ rates=${RATES:-1gbit 10gbit}
 models=${MODELS:-mlp32x512}
 backends=${BACKENDS:-$("$bin" --list-backends)}
 configs=${CONFIGS:-status_quo_idist,no_sync,auto_model:1,auto_model:5,auto_model:25}
+# mpi runs once per entry: auto = idist's default across hosts (the progress thread on), 0 = without it
+# (buckets all-reduced inside the gradient hooks; files labelled mpi-nothread), 1 = forced on.
+mpi_progress=${MPI_PROGRESS:-auto 0}
 trap '"$cluster" down >/dev/null 2>&1 || true' EXIT
 
 echo "# $(date -u '+%F %T UTC') on $(hostname): $(nproc --all) cores; 2 emulated hosts, 1 rank each" |
@@ -34,9 +37,16 @@ for rate in $rates; do
     args=(--backend "$b" --models "$models" --configs "$configs" --out-dir "$dir" "$@")
     case $b in
       mpi)
-        # shellcheck disable=SC2046
-        "$cluster" run 1 mpirun "${mpiflags[@]}" $("$root/scripts/cluster-agent.sh" --mpirun-flags) \
-          --host "$h1:1,$h2:1" -np 2 -x OMP_NUM_THREADS "$bin" "${args[@]}" | tee "$dir/training_mpi.txt"
+        for p in $mpi_progress; do
+          label=mpi
+          [ "$p" = auto ] || label=mpi-thread$p
+          [ "$p" = 0 ] && label=mpi-nothread
+          # shellcheck disable=SC2046
+          "$cluster" run 1 env IDIST_MPI_PROGRESS_THREAD="$p" mpirun "${mpiflags[@]}" \
+            $("$root/scripts/cluster-agent.sh" --mpirun-flags) --host "$h1:1,$h2:1" -np 2 -x OMP_NUM_THREADS \
+            -x IDIST_MPI_PROGRESS_THREAD ${IDIST_MPI_PROGRESS_CHUNK_BYTES:+-x IDIST_MPI_PROGRESS_CHUNK_BYTES} \
+            "$bin" "${args[@]}" --label "$label" | tee "$dir/training_$label.txt"
+        done
         ;;
       gloo)
         port=$((20000 + RANDOM % 20000))

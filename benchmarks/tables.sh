@@ -19,7 +19,7 @@ table() {
     { line = "|"; for (j = 1; j <= n; j++) line = line " " ((w[j] in col) ? $(col[w[j]]) : "-") " |"; print line }' "$f"
 }
 
-for b in mpi mpi_blocking gloo; do
+for b in mpi mpi_polled gloo; do
   for op in all_reduce all_gather broadcast barrier; do
     f=$in/collectives_${b}_$op.csv
     [ -f "$f" ] || continue

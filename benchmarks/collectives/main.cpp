@@ -123,7 +123,7 @@ void run(const CollectivesOptions& o) {
   if (raw) variants.push_back({"raw", raw.get()});
   if (raw_nb) variants.push_back({"raw_nb", raw_nb.get()});
 
-  std::string backend = *idist::backend() + (o.mpi_blocking ? "_blocking" : "");
+  std::string backend = *idist::backend() + (o.mpi_polled ? "_polled" : "");
   if (!o.debug.empty()) backend += "_debug_" + lower(o.debug);
   if (root) {
     ensure_dir(o.out_dir);
@@ -175,8 +175,8 @@ int main(int argc, char** argv) {
   CollectivesOptions opts;
   int code = 0;
   if (!parse_collectives_options(argc, argv, opts, code)) return code;
-  if (opts.mpi_blocking && opts.backend != "mpi") {
-    std::fprintf(stderr, "idist_bench_collectives: --mpi-blocking applies to --backend mpi only\n");
+  if (opts.mpi_polled && opts.backend != "mpi") {
+    std::fprintf(stderr, "idist_bench_collectives: --mpi-polled applies to --backend mpi only\n");
     return 2;
   }
   // Through the environment so that spawned workers and mpirun's ranks read the same level.
@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
     } else {
       idist::InitOptions io;
       io.timeout = timeout;
-      io.mpi_blocking_collectives = opts.mpi_blocking;
+      io.mpi_blocking_collectives = !opts.mpi_polled;
       idist::initialize(opts.backend, io);
       run(opts);
       idist::finalize();

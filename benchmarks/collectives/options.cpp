@@ -46,9 +46,10 @@ bool parse_collectives_options(int argc, char** argv, CollectivesOptions& o, int
       ->check(CLI::PositiveNumber);
   app.add_flag("!--no-nonblocking-baseline", o.nonblocking_baseline,
                "mpi: do not also time MPI_Iallreduce/... + MPI_Wait (the calls idist's mpi backend makes)");
-  app.add_flag("--mpi-blocking", o.mpi_blocking,
-               "mpi: initialize with InitOptions::mpi_blocking_collectives (MPI's blocking calls under a "
-               "watchdog); results are labelled mpi_blocking");
+  app.add_flag("--mpi-polled", o.mpi_polled,
+               "mpi: initialize with InitOptions::mpi_blocking_collectives = false (non-blocking calls polled to "
+               "the deadline instead of the default, MPI's blocking calls under a watchdog); results are labelled "
+               "mpi_polled");
   app.add_option("--debug", o.debug,
                  "Debug level of the idist side (IDIST_DISTRIBUTED_DEBUG): OFF, INFO or DETAIL; result files are "
                  "labelled <backend>_debug_<level>. DETAIL adds one fingerprint all-gather per collective")

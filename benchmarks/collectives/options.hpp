@@ -22,7 +22,7 @@ struct CollectivesOptions {
   double iters_scale = 1.0;         ///< multiplies every iteration count (smoke tests: 0.01)
   int blocks = 50;                  ///< alternating blocks per variant (capped at the iterations)
   bool nonblocking_baseline = true; ///< mpi: also time MPI_I<op> + MPI_Wait
-  bool mpi_blocking = false;  ///< mpi: InitOptions::mpi_blocking_collectives (files labelled mpi_blocking)
+  bool mpi_polled = false;  ///< mpi: InitOptions::mpi_blocking_collectives = false (files labelled mpi_polled)
   std::string debug;          ///< IDIST_DISTRIBUTED_DEBUG for the run ("" keeps the environment's; files labelled _debug_<level>)
   std::string out_dir = "bench-results";
   int timeout_s = 300;

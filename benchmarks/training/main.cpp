@@ -216,7 +216,7 @@ void run(const TrainingOptions& o) {
   at::globalContext().setFlushDenormal(true);
 
   const bool dist = idist::get_world_size() > 1;
-  const std::string backend = idist::backend().value_or("serial");
+  const std::string backend = o.label.empty() ? idist::backend().value_or("serial") : o.label;
   std::unique_ptr<RawBackend> raw = dist ? make_raw_backend(idist::current_model()) : nullptr;
   std::vector<Config> configs;
   if (o.configs.empty()) {
@@ -229,8 +229,10 @@ void run(const TrainingOptions& o) {
       throw std::invalid_argument("config " + c.name() + (dist ? " needs --backend serial" : " needs a distributed backend"));
   if (idist::get_rank() == 0) {
     ensure_dir(o.out_dir);
-    fmt::print("# idist training benchmark: backend {}, {} ranks, {} intra-op thread(s) each, host {}, load average {}\n",
-               backend, idist::get_world_size(), o.threads, idist::hostname(), load_average());
+    fmt::print("# idist training benchmark: backend {}, {} ranks on {} node(s), {} intra-op thread(s) each, host {}, "
+               "load average {}; non-blocking collectives progress in the background: {}\n",
+               backend, idist::get_world_size(), idist::get_nnodes(), o.threads, idist::hostname(), load_average(),
+               idist::current_model().has_async_progress() ? "yes" : "no");
     fmt::print("# step = zero_grad + forward + cross-entropy + backward (+ synchronisation) + SGD step; times are\n"
                "# per-step maxima over ranks; {} rounds x {} timed steps per configuration, configurations interleaved\n",
                o.rounds, o.steps);

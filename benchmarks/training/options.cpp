@@ -50,6 +50,7 @@ bool parse_training_options(int argc, char** argv, TrainingOptions& o, int& exit
   app.add_option("--threads", o.threads, "LibTorch intra-op threads per rank")->check(CLI::PositiveNumber);
   app.add_option("--seed", o.seed, "Seed of the weights and data");
   app.add_option("--out-dir", o.out_dir, "Directory of the CSV and Markdown result files");
+  app.add_option("--label", o.label, "Name the result files training_<label>_<model> instead of the backend's name");
   app.add_option("--memory-csv", o.memory_csv,
                  "Append one row per configuration with the peak resident memory of each rank (run one "
                  "configuration per process for a clean number)");

@@ -21,6 +21,7 @@ struct TrainingOptions {
   int threads = 1;                     ///< LibTorch intra-op threads per rank
   std::uint64_t seed = 1;
   std::string out_dir = "bench-results";
+  std::string label;  ///< names the result files instead of the backend (e.g. mpi-nothread); no "_"
   std::string memory_csv;              ///< non-empty: append one row per configuration (peak RSS)
   int timeout_s = 600;
 };

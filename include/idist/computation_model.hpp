@@ -59,7 +59,8 @@ class ComputationModel {
   /// Hint for the local rank when the context was created outside idist (ignite's set_local_rank).
   virtual void set_local_rank(int local_rank);
   /// Whether a non-blocking collective advances while the caller computes (a worker thread, a GPU
-  /// stream). False for mpi: Open MPI progresses non-blocking collectives only inside MPI calls.
+  /// stream). For mpi only with its progress thread (InitOptions::mpi_progress_thread; by default
+  /// across nodes): Open MPI progresses non-blocking collectives only inside MPI calls.
   /// auto_model's reducer keeps one bucket in flight on such backends, since more would overlap
   /// nothing and each costs the backend scratch memory.
   virtual bool has_async_progress() const { return true; }
@@ -102,8 +103,8 @@ class ComputationModel {
 
   /// Blocking forms of the collectives above, used by idist's blocking free functions. The
   /// default issues the non-blocking call and waits up to timeout() (then TimeoutError). A backend
-  /// overrides them when its own blocking call is faster: the mpi backend does so when initialized
-  /// with InitOptions::mpi_blocking_collectives, keeping the timeout with a watchdog that aborts.
+  /// overrides them when its own blocking call is faster: the mpi backend does so by default
+  /// (InitOptions::mpi_blocking_collectives), keeping the timeout with a watchdog that aborts.
   /// Same arguments, checks and errors as the non-blocking forms.
   virtual void all_reduce_blocking(Buffer data, ReduceOp op, const Group& group);
   /// Blocking all_gather (see all_reduce_blocking()).

@@ -29,14 +29,28 @@ struct InitOptions {
   int world_size = -1;
   /// This process's local rank; -1 = discover. Ignored by mpi (which measures it).
   int local_rank = -1;
-  /// mpi only: run idist's blocking collectives (all_reduce, all_gather, broadcast, barrier and
-  /// the calls built on them) as MPI's blocking functions (MPI_Allreduce, ...), the fastest path,
-  /// instead of non-blocking calls polled to a deadline. A blocking MPI call cannot be interrupted,
-  /// so the timeout is then kept by a watchdog thread: past it, the rank prints which collective
-  /// timed out and aborts the job (MPI_Abort) instead of raising TimeoutError. Non-blocking calls
-  /// (all_reduce_async, auto_model's buckets) are unaffected. Also switched on by the environment
-  /// variable IDIST_MPI_BLOCKING=1 (which applies to an adopted MPI context as well).
-  bool mpi_blocking_collectives = false;
+  /// mpi only: how idist's blocking collectives (all_reduce, all_gather, broadcast, barrier and the
+  /// calls built on them) run. true (the default): MPI's blocking functions (MPI_Allreduce, ...),
+  /// the raw call's speed; a blocking MPI call cannot be interrupted, so a watchdog thread keeps the
+  /// timeout: past it, the rank prints the collective, rank, group and elapsed time and aborts the
+  /// job (MPI_Abort, exit code 124), PyTorch's policy for hung NCCL collectives. false: non-blocking
+  /// calls polled to the deadline, which raise a catchable TimeoutError, but cost 1.5-3x the
+  /// blocking call (Open MPI's libnbc; docs/performance.md). std::nullopt: the environment variable
+  /// IDIST_MPI_BLOCKING (1 or 0; it applies to an adopted MPI context as well), else true. Blocking
+  /// calls need MPI_THREAD_MULTIPLE (what idist asks for): a program that initialized MPI at a lower
+  /// thread level gets the polled calls, whose lock around each MPI call is released between polls.
+  /// Non-blocking calls (all_reduce_async, auto_model's buckets) are the non-blocking MPI calls
+  /// either way.
+  std::optional<bool> mpi_blocking_collectives;
+  /// mpi only: a background thread that progresses non-blocking collectives (MPI_Test every 50 us
+  /// while any is in flight), so that auto_model's bucket all-reduces overlap backward. With fewer
+  /// than 4 ranks it posts all-reduces above 4 MiB as 4 MiB chunks in flight together
+  /// (IDIST_MPI_PROGRESS_CHUNK_BYTES; 0 = whole). Needs
+  /// MPI_THREAD_MULTIPLE (idist asks for it). std::nullopt: the environment variable
+  /// IDIST_MPI_PROGRESS_THREAD (1, 0 or auto), else auto: on when the world spans several nodes, off
+  /// on one node, where transfers are memory copies that would compete with backward for the cores
+  /// (docs/performance.md).
+  std::optional<bool> mpi_progress_thread;
   /// Collective checks and recording (see DebugLevel); std::nullopt: the environment variable
   /// IDIST_DISTRIBUTED_DEBUG (OFF, INFO or DETAIL), else Off. An invalid variable raises ValueError.
   std::optional<DebugLevel> debug;

@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/backend_factories.hpp"
@@ -24,14 +25,50 @@ std::size_t max_count_from_env() {
   return std::size_t(std::min<long long>(v, INT_MAX));
 }
 
-bool blocking_from_env() {
+std::optional<bool> blocking_from_env() {
   const char* s = std::getenv("IDIST_MPI_BLOCKING");
-  if (!s || !*s) return false;
+  if (!s || !*s) return std::nullopt;
   const std::string v(s);
   if (v == "1") return true;
   if (v == "0") return false;
   throw ValueError("IDIST_MPI_BLOCKING should be 0 or 1, but given '" + v + "'");
 }
+
+std::optional<bool> progress_thread_from_env() {
+  const char* s = std::getenv("IDIST_MPI_PROGRESS_THREAD");
+  if (!s || !*s) return std::nullopt;
+  const std::string v(s);
+  if (v == "1") return true;
+  if (v == "0") return false;
+  if (v == "auto") return std::nullopt;
+  throw ValueError("IDIST_MPI_PROGRESS_THREAD should be 0, 1 or auto, but given '" + v + "'");
+}
+
+std::size_t progress_chunk_from_env() {
+  const char* s = std::getenv("IDIST_MPI_PROGRESS_CHUNK_BYTES");
+  if (!s || !*s) return MpiSettings{}.progress_chunk_bytes;
+  char* end = nullptr;
+  const long long v = std::strtoll(s, &end, 10);
+  if (*end != '\0' || v < 0)
+    throw ValueError("IDIST_MPI_PROGRESS_CHUNK_BYTES should be a non-negative integer, but given '" + std::string(s) +
+                     "'");
+  return std::size_t(v);
+}
+
+namespace {
+// Options first, then the environment, then the defaults (blocking calls; the progress thread
+// across nodes). Bad variables fail before MPI starts.
+MpiSettings settings_from(const InitOptions& opts) {
+  MpiSettings s;
+  s.max_count = max_count_from_env();
+  const std::optional<bool> env_blocking = blocking_from_env();
+  const std::optional<bool> env_progress = progress_thread_from_env();
+  s.blocking_collectives = opts.mpi_blocking_collectives.value_or(env_blocking.value_or(true));
+  s.progress_thread = opts.mpi_progress_thread ? opts.mpi_progress_thread : env_progress;
+  s.progress_chunk_bytes = progress_chunk_from_env();
+  return s;
+}
+}  // namespace
 
 std::unique_ptr<ComputationModel> create(const InitOptions& opts) {
   int initialized = 0;
@@ -42,9 +79,7 @@ std::unique_ptr<ComputationModel> create(const InitOptions& opts) {
     throw BackendError(
         "initialize(\"mpi\"): MPI was already finalized in this process and cannot be initialized again (MPI allows "
         "one MPI_Init per process); initialize the mpi backend once per program");
-  // Bad input fails before MPI starts.
-  const std::size_t max_count = max_count_from_env();
-  const bool blocking = opts.mpi_blocking_collectives || blocking_from_env();
+  const MpiSettings settings = settings_from(opts);
   int provided = MPI_THREAD_SINGLE;
   bool owns = false;
   if (initialized) {
@@ -56,7 +91,7 @@ std::unique_ptr<ComputationModel> create(const InitOptions& opts) {
     check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread", -1);
     owns = true;
   }
-  return std::make_unique<NativeMPIModel>(opts.timeout, owns, provided, max_count, blocking);
+  return std::make_unique<NativeMPIModel>(opts.timeout, owns, provided, settings);
 }
 
 std::unique_ptr<ComputationModel> adopt() {
@@ -69,8 +104,8 @@ std::unique_ptr<ComputationModel> adopt() {
   if (finalized) return nullptr;
   int provided = MPI_THREAD_SINGLE;
   MPI_Query_thread(&provided);
-  return std::make_unique<NativeMPIModel>(InitOptions{}.timeout, /*owns_mpi=*/false, provided, max_count_from_env(),
-                                          blocking_from_env());
+  return std::make_unique<NativeMPIModel>(InitOptions{}.timeout, /*owns_mpi=*/false, provided,
+                                          settings_from(InitOptions{}));
 }
 
 }  // namespace idist::mpi_backend

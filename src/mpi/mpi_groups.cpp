@@ -2,6 +2,7 @@
 #include "mpi/mpi_groups.hpp"
 
 #include <algorithm>
+#include <string>
 
 #include "mpi/mpi_error.hpp"
 
@@ -20,6 +21,9 @@ const GroupComm& GroupCache::get_or_create(const std::vector<int>& ranks, const 
   if (it == by_sorted_.end()) {
     GroupComm g;
     g.ranks = sorted;
+    g.label = "[";
+    for (std::size_t i = 0; i < sorted.size(); ++i) g.label += (i ? ", " : "") + std::to_string(sorted[i]);
+    g.label += "]";
     const auto pos = std::lower_bound(sorted.begin(), sorted.end(), world_rank);
     const bool member = pos != sorted.end() && *pos == world_rank;
     {

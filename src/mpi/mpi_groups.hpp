@@ -4,6 +4,7 @@
 
 #include <map>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace idist::mpi_backend {
@@ -13,6 +14,7 @@ struct GroupComm {
   MPI_Comm comm = MPI_COMM_NULL;  ///< MPI_COMM_NULL when this rank is not a member
   int rank = -1;                  ///< this rank's position in `ranks`, -1 when not a member
   std::vector<int> ranks;         ///< member world ranks, ascending (communicator rank order)
+  std::string label;              ///< "[0, 2, 5]": how messages (the watchdog's) name the group
 };
 
 /// The communicators of the groups used so far.

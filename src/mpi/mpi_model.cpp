@@ -3,10 +3,13 @@
 #include "mpi/mpi_monitored_barrier.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/cuda_probe.hpp"
@@ -37,9 +40,9 @@ std::byte* at(void* base, std::size_t elements, std::size_t esize) {
 
 }  // namespace
 
-NativeMPIModel::NativeMPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_level, std::size_t max_count,
-                               bool blocking_collectives)
-    : ComputationModel(timeout), owns_mpi_(owns_mpi), thread_level_(thread_level), max_count_(max_count) {
+NativeMPIModel::NativeMPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_level,
+                               const MpiSettings& settings)
+    : ComputationModel(timeout), owns_mpi_(owns_mpi), thread_level_(thread_level), max_count_(settings.max_count) {
   serialize_mpi_calls = thread_level < MPI_THREAD_MULTIPLE;
   {
     MpiCallGuard guard;
@@ -60,7 +63,22 @@ NativeMPIModel::NativeMPIModel(std::chrono::milliseconds timeout, bool owns_mpi,
   layout_ = measure_node_layout(world_, rank_);
   local_rank_ = layout_.local_rank;
   types_.create(rank_);
-  if (blocking_collectives) watchdog_ = std::make_unique<Watchdog>(timeout, rank_);
+  world_label_ = "world (ranks 0-" + std::to_string(size_ - 1) + ")";
+  // Below MPI_THREAD_MULTIPLE idist holds one lock around each MPI call; a blocking collective would
+  // hold it until the peers arrive, and two threads of a rank calling collectives on different groups
+  // would deadlock (each rank's lock held by the thread the other rank's thread waits for). The
+  // polled calls release it between tests.
+  if (settings.blocking_collectives && thread_level >= MPI_THREAD_MULTIPLE)
+    watchdog_ = std::make_unique<Watchdog>(timeout, rank_);
+  // The progress thread pays when the wire is the bottleneck (across nodes); on one node the
+  // transfers are memory copies that compete with backward for the same cores
+  // (docs/performance.md). Its MPI_Test runs beside other threads' calls: MPI_THREAD_MULTIPLE only.
+  // Every rank decides alike (the layout is global), though nothing requires it.
+  const bool progress = settings.progress_thread.value_or(layout_.nnodes > 1) && thread_level >= MPI_THREAD_MULTIPLE;
+  if (progress) {
+    progress_ = std::make_unique<ProgressThread>(rank_, health_, std::chrono::microseconds(50));
+    if (size_ < 4) progress_chunk_ = settings.progress_chunk_bytes;
+  }
 }
 
 Device NativeMPIModel::device() const {
@@ -72,15 +90,41 @@ void NativeMPIModel::set_local_rank(int local_rank) { local_rank_ = local_rank; 
 void NativeMPIModel::finalize() {
   if (finalized_) return;
   finalized_ = true;
+  if (progress_) {
+    // Collectives nobody waited for complete if the peers posted them too; those that do not by
+    // the timeout are abandoned, which breaks the backend.
+    if (const std::size_t left = progress_->drain(std::chrono::steady_clock::now() + timeout()))
+      health_->mark(std::to_string(left) + " non-blocking collective(s) still pending at finalize() on rank " +
+                    std::to_string(rank_) + " after waiting " + std::to_string(timeout().count()) + " ms");
+    progress_.reset();
+  }
   watchdog_.reset();  // no blocking call can be in flight while finalize() runs
   int mpi_finalized = 0;
   MPI_Finalized(&mpi_finalized);
   if (mpi_finalized) return;  // the program finalized MPI itself: its handles are gone already
+  if (health_->broken()) abort_broken();
   groups_.release();  // takes the MPI call lock itself
   MpiCallGuard guard;
   types_.release();
   MPI_Comm_free(&world_);
   if (owns_mpi_) check_mpi(MPI_Finalize(), "MPI_Finalize", rank_);
+}
+
+void NativeMPIModel::abort_broken() const {
+  // Peers that hung in the same collective reach their own timeout about now; aborting at once would
+  // kill them before they report it (and write their flight recorders), so they get a grace period.
+  // Half the timeout, so that it rarely ends together with a peer's watchdog abort (an mpirun under
+  // load was seen to hang once when both came at the same moment).
+  const auto grace = std::min<std::chrono::milliseconds>(timeout() / 2, std::chrono::seconds(5));
+  std::fprintf(stderr,
+               "idist: finalize() on rank %d: the mpi backend is unusable since an earlier failure: %s. MPI cannot "
+               "cancel or free the collective left pending, and MPI_Finalize would crash or hang on it, so the job is "
+               "aborted instead (MPI_Abort, exit code 1) in %lld ms, once the other ranks could report.\n",
+               rank_, health_->first_failure().c_str(), static_cast<long long>(grace.count()));
+  std::fflush(stderr);
+  std::this_thread::sleep_for(grace);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::_Exit(1);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -125,10 +169,24 @@ void NativeMPIModel::monitored_barrier(const Group& group, std::chrono::millisec
 // collectives
 
 Work NativeMPIModel::make_work(MPI_Request request, const char* mpi_fn, std::string_view op) {
-  return Work(std::make_shared<MpiWork>(request, mpi_fn, rank_), op, rank_, timeout());
+  if (progress_) [[unlikely]]
+    return Work(progress_->track({request}, {}, mpi_fn), op, rank_, timeout());
+  return Work(std::make_shared<MpiWork>(request, mpi_fn, rank_, health_), op, rank_, timeout());
+}
+
+Work NativeMPIModel::make_work(std::vector<MPI_Request> requests, std::vector<int> ints, const char* mpi_fn,
+                               std::string_view op) {
+  if (progress_) return Work(progress_->track(std::move(requests), std::move(ints), mpi_fn), op, rank_, timeout());
+  return Work(std::make_shared<MpiWork>(std::move(requests), std::move(ints), mpi_fn, rank_, health_), op, rank_,
+              timeout());
+}
+
+const char* NativeMPIModel::group_label(const Group& group) {
+  return group.is_world() ? world_label_.c_str() : group_comm(group).label.c_str();
 }
 
 NativeMPIModel::ReduceCall NativeMPIModel::prepare_all_reduce(const Buffer& data, ReduceOp op, const Group& group) {
+  health_->check("all_reduce", rank_);
   require_host(data.device, "all_reduce", "data");
   core::check_reduce_op(data.dtype, op);
   const MPI_Comm comm = member_comm(group, "all_reduce");
@@ -137,32 +195,39 @@ NativeMPIModel::ReduceCall NativeMPIModel::prepare_all_reduce(const Buffer& data
 
 Work NativeMPIModel::all_reduce(Buffer data, ReduceOp op, const Group& group) {
   const auto [comm, type, mpi_op] = prepare_all_reduce(data, op, group);
-  if (data.count <= max_count_) [[likely]] {
+  // With the progress thread, large all-reduces go out as several chunks in flight at once: for
+  // fewer than 4 ranks libnbc reduces to rank 0 and then broadcasts, one link direction after the
+  // other, and consecutive chunks let one chunk's broadcast share the wire with the next one's reduce.
+  const std::size_t limit =
+      progress_chunk_ ? std::min(max_count_, std::max<std::size_t>(1, progress_chunk_ / dtype_size(data.dtype)))
+                      : max_count_;
+  if (data.count <= limit) [[likely]] {
     MPI_Request request;
     int rc;
     {
       MpiCallGuard guard;
       rc = MPI_Iallreduce(MPI_IN_PLACE, data.data, int(data.count), type, mpi_op, comm, &request);
     }
-    check_mpi(rc, "MPI_Iallreduce", rank_);
+    check(rc, "MPI_Iallreduce");
     return make_work(request, "MPI_Iallreduce", "all_reduce");
   }
-  // More elements than an int counts: reduce consecutive chunks (elementwise, so chunks are independent).
+  // More elements than an int counts (or the chunk above): reduce consecutive chunks (elementwise,
+  // so chunks are independent).
   const std::size_t esize = dtype_size(data.dtype);
   std::vector<MPI_Request> requests;
   MpiCallGuard guard;
-  for (std::size_t off = 0; off < data.count; off += max_count_) {
-    const int n = int(std::min(max_count_, data.count - off));
+  for (std::size_t off = 0; off < data.count; off += limit) {
+    const int n = int(std::min(limit, data.count - off));
     MPI_Request request;
-    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, at(data.data, off, esize), n, type, mpi_op, comm, &request),
-              "MPI_Iallreduce", rank_);
+    check(MPI_Iallreduce(MPI_IN_PLACE, at(data.data, off, esize), n, type, mpi_op, comm, &request),
+              "MPI_Iallreduce");
     requests.push_back(request);
   }
-  return Work(std::make_shared<MpiWork>(std::move(requests), std::vector<int>{}, "MPI_Iallreduce", rank_), "all_reduce",
-              rank_, timeout());
+  return make_work(std::move(requests), {}, "MPI_Iallreduce", "all_reduce");
 }
 
 MPI_Comm NativeMPIModel::prepare_all_gather(const ConstBuffer& in, const Buffer& out, const Group& group) {
+  health_->check("all_gather", rank_);
   require_host(in.device, "all_gather", "in");
   require_host(out.device, "all_gather", "out");
   require_same_dtype(in.dtype, out.dtype, "all_gather");
@@ -187,11 +252,12 @@ Work NativeMPIModel::all_gather(ConstBuffer in, Buffer out, const Group& group) 
     MpiCallGuard guard;
     rc = MPI_Iallgather(in.data, int(in.count), type, out.data, int(in.count), type, comm, &request);
   }
-  check_mpi(rc, "MPI_Iallgather", rank_);
+  check(rc, "MPI_Iallgather");
   return make_work(request, "MPI_Iallgather", "all_gather");
 }
 
 Work NativeMPIModel::all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, const Group& group) {
+  health_->check("all_gather", rank_);
   require_host(in.device, "all_gather", "in");
   require_host(out.device, "all_gather", "out");
   require_same_dtype(in.dtype, out.dtype, "all_gather");
@@ -226,9 +292,8 @@ Work NativeMPIModel::all_gather_v(ConstBuffer in, Buffer out, std::span<const st
     MpiCallGuard guard;
     rc = MPI_Iallgatherv(in.data, int(in.count), type, out.data, ints.data(), ints.data() + n, type, comm, &request);
   }
-  check_mpi(rc, "MPI_Iallgatherv", rank_);
-  return Work(std::make_shared<MpiWork>(std::vector<MPI_Request>{request}, std::move(ints), "MPI_Iallgatherv", rank_),
-              "all_gather", rank_, timeout());
+  check(rc, "MPI_Iallgatherv");
+  return make_work(std::vector<MPI_Request>{request}, std::move(ints), "MPI_Iallgatherv", "all_gather");
 }
 
 Work NativeMPIModel::all_gather_by_broadcasts(ConstBuffer in, Buffer out, std::span<const std::size_t> counts,
@@ -246,16 +311,15 @@ Work NativeMPIModel::all_gather_by_broadcasts(ConstBuffer in, Buffer out, std::s
     for (std::size_t off = 0; off < counts[root]; off += max_count_) {
       const int n = int(std::min(max_count_, counts[root] - off));
       MPI_Request request;
-      check_mpi(MPI_Ibcast(at(out.data, displs[root] + off, esize), n, type, int(root), comm, &request), "MPI_Ibcast",
-                rank_);
+      check(MPI_Ibcast(at(out.data, displs[root] + off, esize), n, type, int(root), comm, &request), "MPI_Ibcast");
       requests.push_back(request);
     }
   }
-  return Work(std::make_shared<MpiWork>(std::move(requests), std::vector<int>{}, "MPI_Ibcast", rank_), op, rank_,
-              timeout());
+  return make_work(std::move(requests), {}, "MPI_Ibcast", op);
 }
 
 std::pair<MPI_Comm, int> NativeMPIModel::prepare_broadcast(const Buffer& data, int src, const Group& group) {
+  health_->check("broadcast", rank_);
   require_host(data.device, "broadcast", "data");
   int root = src;
   MPI_Comm comm = world_;
@@ -284,7 +348,7 @@ Work NativeMPIModel::broadcast(Buffer data, int src, const Group& group) {
       MpiCallGuard guard;
       rc = MPI_Ibcast(data.data, int(data.count), type, root, comm, &request);
     }
-    check_mpi(rc, "MPI_Ibcast", rank_);
+    check(rc, "MPI_Ibcast");
     return make_work(request, "MPI_Ibcast", "broadcast");
   }
   const std::size_t esize = dtype_size(data.dtype);
@@ -293,14 +357,14 @@ Work NativeMPIModel::broadcast(Buffer data, int src, const Group& group) {
   for (std::size_t off = 0; off < data.count; off += max_count_) {
     const int n = int(std::min(max_count_, data.count - off));
     MPI_Request request;
-    check_mpi(MPI_Ibcast(at(data.data, off, esize), n, type, root, comm, &request), "MPI_Ibcast", rank_);
+    check(MPI_Ibcast(at(data.data, off, esize), n, type, root, comm, &request), "MPI_Ibcast");
     requests.push_back(request);
   }
-  return Work(std::make_shared<MpiWork>(std::move(requests), std::vector<int>{}, "MPI_Ibcast", rank_), "broadcast",
-              rank_, timeout());
+  return make_work(std::move(requests), {}, "MPI_Ibcast", "broadcast");
 }
 
 Work NativeMPIModel::barrier(const Group& group) {
+  health_->check("barrier", rank_);
   const MPI_Comm comm = member_comm(group, "barrier");
   MPI_Request request;
   int rc;
@@ -308,7 +372,7 @@ Work NativeMPIModel::barrier(const Group& group) {
     MpiCallGuard guard;
     rc = MPI_Ibarrier(comm, &request);
   }
-  check_mpi(rc, "MPI_Ibarrier", rank_);
+  check(rc, "MPI_Ibarrier");
   return make_work(request, "MPI_Ibarrier", "barrier");
 }
 
@@ -317,22 +381,22 @@ Work NativeMPIModel::barrier(const Group& group) {
 // MPI's int counts, and calls that find every watchdog slot taken, use the polled default.
 
 template <class Call>
-bool NativeMPIModel::run_watched(const char* op, const char* mpi_fn, Call call) {
-  const Watchdog::Scope watched(*watchdog_, op);
+bool NativeMPIModel::run_watched(const char* op, const Group& group, const char* mpi_fn, Call call) {
+  const Watchdog::Scope watched(*watchdog_, op, group_label(group));
   if (!watched) return false;
   int rc;
   {
     MpiCallGuard guard;
     rc = call();
   }
-  check_mpi(rc, mpi_fn, rank_);
+  check(rc, mpi_fn);
   return true;
 }
 
 void NativeMPIModel::all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) {
   if (watchdog_ && data.count <= max_count_) {
     const auto [comm, type, mpi_op] = prepare_all_reduce(data, op, group);
-    if (run_watched("all_reduce", "MPI_Allreduce",
+    if (run_watched("all_reduce", group, "MPI_Allreduce",
                     [&] { return MPI_Allreduce(MPI_IN_PLACE, data.data, int(data.count), type, mpi_op, comm); }))
       return;
   }
@@ -343,7 +407,7 @@ void NativeMPIModel::all_gather_blocking(ConstBuffer in, Buffer out, const Group
   if (watchdog_ && in.count <= max_count_) {
     const MPI_Comm comm = prepare_all_gather(in, out, group);
     const MPI_Datatype type = types_.datatype(in.dtype);
-    if (run_watched("all_gather", "MPI_Allgather", [&] {
+    if (run_watched("all_gather", group, "MPI_Allgather", [&] {
           return MPI_Allgather(in.data, int(in.count), type, out.data, int(in.count), type, comm);
         }))
       return;
@@ -355,7 +419,7 @@ void NativeMPIModel::broadcast_blocking(Buffer data, int src, const Group& group
   if (watchdog_ && data.count <= max_count_) {
     const auto [comm, root] = prepare_broadcast(data, src, group);
     const MPI_Datatype type = types_.datatype(data.dtype);
-    if (run_watched("broadcast", "MPI_Bcast", [&] { return MPI_Bcast(data.data, int(data.count), type, root, comm); }))
+    if (run_watched("broadcast", group, "MPI_Bcast", [&] { return MPI_Bcast(data.data, int(data.count), type, root, comm); }))
       return;
   }
   ComputationModel::broadcast_blocking(data, src, group);
@@ -363,8 +427,9 @@ void NativeMPIModel::broadcast_blocking(Buffer data, int src, const Group& group
 
 void NativeMPIModel::barrier_blocking(const Group& group) {
   if (watchdog_) {
+    health_->check("barrier", rank_);
     const MPI_Comm comm = member_comm(group, "barrier");
-    if (run_watched("barrier", "MPI_Barrier", [&] { return MPI_Barrier(comm); })) return;
+    if (run_watched("barrier", group, "MPI_Barrier", [&] { return MPI_Barrier(comm); })) return;
   }
   ComputationModel::barrier_blocking(group);
 }

@@ -7,13 +7,19 @@
 #include <mutex>
 
 #include <chrono>
+#include <climits>
 #include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
 #include <memory>
 #include <string_view>
 #include <utility>
 
 #include "idist/computation_model.hpp"
 #include "mpi/mpi_groups.hpp"
+#include "mpi/mpi_health.hpp"
+#include "mpi/mpi_progress.hpp"
 #include "mpi/mpi_topology.hpp"
 #include "mpi/mpi_types.hpp"
 #include "mpi/mpi_watchdog.hpp"
@@ -26,13 +32,39 @@ namespace idist::mpi_backend {
 /// @throws ValueError when IDIST_MPI_MAX_COUNT is set but not a positive integer.
 std::size_t max_count_from_env();
 
-/// Whether the environment variable IDIST_MPI_BLOCKING asks for blocking collectives ("1"); unset,
-/// empty or "0" mean no.
+/// The environment variable IDIST_MPI_BLOCKING: "1" = blocking collectives (the default), "0" = the
+/// polled non-blocking calls; unset or empty = std::nullopt (no preference).
 /// @throws ValueError for any other value.
-bool blocking_from_env();
+std::optional<bool> blocking_from_env();
 
-/// The mpi computation model: collectives are non-blocking MPI collectives (MPI_Iallreduce,
-/// MPI_Iallgather(v), MPI_Ibcast, MPI_Ibarrier) on a duplicate of MPI_COMM_WORLD, so idist's traffic
+/// The environment variable IDIST_MPI_PROGRESS_THREAD: "1" = always run the progress thread, "0" =
+/// never, "auto" (or unset / empty) = std::nullopt, the model's rule (see NativeMPIModel()).
+/// @throws ValueError for any other value.
+std::optional<bool> progress_thread_from_env();
+
+/// How the mpi backend runs its collectives (InitOptions and the environment, resolved).
+struct MpiSettings {
+  /// Largest element count passed to one MPI call (see max_count_from_env()).
+  std::size_t max_count = std::size_t(INT_MAX);
+  /// Blocking forms call MPI's blocking collectives under the watchdog (default) instead of the
+  /// polled non-blocking calls.
+  bool blocking_collectives = true;
+  /// Progress thread for non-blocking collectives: on, off, or std::nullopt = on exactly when the
+  /// world spans several nodes and MPI provides MPI_THREAD_MULTIPLE.
+  std::optional<bool> progress_thread;
+  /// With the progress thread and fewer than 4 ranks, non-blocking all-reduces larger than this many
+  /// bytes are posted as chunks of this size (0: never); see NativeMPIModel::all_reduce().
+  std::size_t progress_chunk_bytes = std::size_t(4) << 20;
+};
+
+/// The environment variable IDIST_MPI_PROGRESS_CHUNK_BYTES (a testing and tuning knob): the chunk
+/// size of MpiSettings::progress_chunk_bytes, 0 to post every all-reduce whole; unset: 4 MiB.
+/// @throws ValueError when set but not a non-negative integer.
+std::size_t progress_chunk_from_env();
+
+/// The mpi computation model: non-blocking collectives are MPI's (MPI_Iallreduce, MPI_Iallgather(v),
+/// MPI_Ibcast, MPI_Ibarrier), blocking ones MPI_Allreduce and its kin under a Watchdog (unless
+/// MpiSettings::blocking_collectives is off), all on a duplicate of MPI_COMM_WORLD, so idist's traffic
 /// never matches the program's own MPI messages. Every communicator idist makes returns errors
 /// (MPI_ERRORS_RETURN), which become BackendError naming the MPI function, the rank and MPI's text.
 /// Open MPI reports a non-blocking collective that fails while MPI_Test drives it through
@@ -40,9 +72,17 @@ bool blocking_from_env();
 /// MPI itself, so in an adopted context such failures follow the program's own handler (by default,
 /// abort the job).
 ///
-/// With blocking collectives on (InitOptions::mpi_blocking_collectives or IDIST_MPI_BLOCKING=1) the
-/// blocking forms call MPI_Allreduce, MPI_Allgather, MPI_Bcast and MPI_Barrier directly under a
-/// Watchdog, which aborts the job when one runs past the timeout.
+/// With blocking collectives on (the default; InitOptions::mpi_blocking_collectives, IDIST_MPI_BLOCKING)
+/// the blocking forms call MPI_Allreduce, MPI_Allgather, MPI_Bcast and MPI_Barrier directly under a
+/// Watchdog, which aborts the job when one runs past the timeout. Off, they are the non-blocking
+/// calls polled to the deadline (a catchable TimeoutError, at Open MPI libnbc's cost).
+///
+/// With a ProgressThread (across nodes by default) non-blocking collectives progress in the
+/// background, so auto_model's bucket all-reduces overlap backward (has_async_progress()).
+///
+/// After a timeout or an MPI error the model is broken (CommHealth): every later collective raises
+/// BackendError naming the first failure, and finalize() aborts the job (MPI_Abort, exit code 1,
+/// after min(timeout / 2, 5 s)) with that message instead of calling MPI_Finalize on abandoned requests.
 ///
 /// Buffers must be host memory. Element counts above the int range of the MPI-3 interface are split
 /// into several MPI calls (all_reduce, broadcast) or gathered as one broadcast per rank
@@ -54,12 +94,9 @@ class NativeMPIModel final : public ComputationModel {
   /// @param timeout bound of every wait (see ComputationModel::timeout()).
   /// @param owns_mpi true when idist called MPI_Init_thread, so finalize() must call MPI_Finalize.
   /// @param thread_level what MPI provided; below MPI_THREAD_MULTIPLE idist serialises its MPI calls.
-  /// @param max_count largest element count passed to one MPI call, at most INT_MAX (see
-  ///        max_count_from_env()); larger buffers are split.
-  /// @param blocking_collectives call MPI's blocking collectives from the blocking forms (see above).
+  /// @param settings max_count (larger buffers are split), blocking collectives, progress thread.
   /// @throws BackendError when an MPI call fails.
-  NativeMPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_level, std::size_t max_count,
-                 bool blocking_collectives);
+  NativeMPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_level, const MpiSettings& settings);
   /// Makes no MPI call (finalize() does the collective teardown).
   ~NativeMPIModel() override = default;
 
@@ -75,13 +112,17 @@ class NativeMPIModel final : public ComputationModel {
   int nnodes() const override { return layout_.nnodes; }
   /// "cuda:<local rank>" when a CUDA device is usable, else "cpu" (ignite's rule for mpi).
   Device device() const override;
-  /// False: Open MPI progresses non-blocking collectives only inside MPI calls (MPI_Test).
-  bool has_async_progress() const override { return false; }
+  /// True with the progress thread; otherwise false: Open MPI progresses non-blocking collectives
+  /// only inside MPI calls (MPI_Test).
+  bool has_async_progress() const override { return progress_ != nullptr; }
   /// Overrides the measured local rank (ignite's set_local_rank hint).
   void set_local_rank(int local_rank) override;
 
-  /// Frees idist's communicators and reductions, then calls MPI_Finalize only when idist initialized
-  /// MPI (an adopted context is left for the program to finalize). Collective.
+  /// Waits (up to the timeout) for non-blocking collectives still in flight on the progress thread,
+  /// frees idist's communicators and reductions, then calls MPI_Finalize only when idist initialized
+  /// MPI (an adopted context is left for the program to finalize). Collective. When the backend is
+  /// broken (see above), prints the first failure and aborts the job (MPI_Abort, exit code 1):
+  /// MPI_Finalize would crash or hang on the requests MPI cannot cancel.
   /// @throws BackendError when MPI_Finalize fails.
   void finalize() override;
 
@@ -117,6 +158,10 @@ class NativeMPIModel final : public ComputationModel {
   void monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) override;
   /// Whether the blocking forms call MPI's blocking collectives.
   bool blocking_collectives() const noexcept { return watchdog_ != nullptr; }
+  /// Whether non-blocking collectives are progressed by the background thread.
+  bool progress_thread() const noexcept { return progress_ != nullptr; }
+  /// True after a timeout or an MPI error (see above).
+  bool broken() const noexcept { return health_->broken(); }
 
   /// The thread level MPI provided (MPI_THREAD_SINGLE ... MPI_THREAD_MULTIPLE).
   int thread_level() const noexcept { return thread_level_; }
@@ -142,13 +187,20 @@ class NativeMPIModel final : public ComputationModel {
   MPI_Comm prepare_all_gather(const ConstBuffer& in, const Buffer& out, const Group& group);
   // Checks a broadcast's arguments (see broadcast()); returns its communicator and root group rank.
   std::pair<MPI_Comm, int> prepare_broadcast(const Buffer& data, int src, const Group& group);
-  // Runs the blocking MPI call `call` (returning MPI's error code) under the watchdog as `op`.
-  // False, without calling, when every watchdog slot is taken (the caller takes the polled path).
-  // @throws BackendError naming `mpi_fn` when the call fails.
+  // Runs the blocking MPI call `call` (returning MPI's error code) under the watchdog as `op` on
+  // `group`. False, without calling, when every watchdog slot is taken (the caller takes the polled
+  // path). @throws BackendError naming `mpi_fn` when the call fails.
   template <class Call>
-  bool run_watched(const char* op, const char* mpi_fn, Call call);
+  bool run_watched(const char* op, const Group& group, const char* mpi_fn, Call call);
+  // The group's name in watchdog messages (owned by the model or the group cache).
+  const char* group_label(const Group& group);
   // Wraps one request into a Work named `op`.
   Work make_work(MPI_Request request, const char* mpi_fn, std::string_view op);
+  // Wraps several requests (and the ints MPI reads until they complete) into a Work named `op`.
+  Work make_work(std::vector<MPI_Request> requests, std::vector<int> ints, const char* mpi_fn, std::string_view op);
+  // Posts-time failure: marks the model broken and throws BackendError naming `fn`.
+  void check(int rc, const char* fn) { health_->check_rc(rc, fn, rank_); }
+  [[noreturn]] void abort_broken() const;
   // Gathers counts[i] elements from each rank as one MPI_Ibcast per rank (and per chunk): the path
   // for displacements beyond MPI's int range.
   Work all_gather_by_broadcasts(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, int group_rank,
@@ -165,7 +217,11 @@ class NativeMPIModel final : public ComputationModel {
   std::size_t max_count_;  // largest element count passed to one MPI call
   TypeMap types_;
   GroupCache groups_;
+  std::string world_label_;             // "world (ranks 0-N)", named by the watchdog
+  std::shared_ptr<CommHealth> health_ = std::make_shared<CommHealth>();
   std::unique_ptr<Watchdog> watchdog_;  // set when blocking collectives are on
+  std::unique_ptr<ProgressThread> progress_;  // set when non-blocking collectives progress in the background
+  std::size_t progress_chunk_ = 0;            // bytes per posted all-reduce chunk with progress_ (0: whole)
   std::mutex monitored_mutex_;
   std::map<std::vector<int>, std::uint64_t> monitored_generations_;  // per group's members
 };

@@ -9,12 +9,7 @@
 
 namespace idist::mpi_backend {
 
-namespace {
-std::int64_t now_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-}  // namespace
+using Clock = std::chrono::steady_clock;
 
 Watchdog::Watchdog(std::chrono::milliseconds timeout, int rank)
     : timeout_(timeout),
@@ -31,41 +26,59 @@ Watchdog::~Watchdog() {
   thread_.join();
 }
 
-int Watchdog::arm(const char* op) noexcept {
-  const std::int64_t deadline = now_ns() + std::chrono::nanoseconds(timeout_).count();
+int Watchdog::arm(const char* op, const char* group) noexcept {
   for (int i = 0; i < int(slots_.size()); ++i) {
-    std::int64_t free = 0;
-    if (slots_[std::size_t(i)].deadline_ns.compare_exchange_strong(free, deadline, std::memory_order_acq_rel)) {
-      slots_[std::size_t(i)].op.store(op, std::memory_order_release);
+    Slot& s = slots_[std::size_t(i)];
+    std::uint64_t w = s.word.load(std::memory_order_relaxed);
+    if (w & 1) continue;
+    // Even -> odd, one generation on: a call the thread has never seen.
+    if (s.word.compare_exchange_strong(w, w + 3, std::memory_order_acq_rel)) {
+      s.op.store(op, std::memory_order_relaxed);
+      s.group.store(group, std::memory_order_relaxed);
       return i;
     }
   }
   return -1;
 }
 
-void Watchdog::disarm(int slot) noexcept {
-  slots_[std::size_t(slot)].deadline_ns.store(0, std::memory_order_release);
-}
+void Watchdog::disarm(int slot) noexcept { slots_[std::size_t(slot)].word.fetch_add(1, std::memory_order_release); }
 
 void Watchdog::run() {
+  // What the thread saw in each slot at its last visit, and since when.
+  std::array<std::uint64_t, 16> seen{};
+  std::array<Clock::time_point, 16> since{};
   std::unique_lock lock(mutex_);
   while (!stop_) {
     wake_.wait_for(lock, period_);
     if (stop_) break;
-    const std::int64_t now = now_ns();
-    for (const Slot& s : slots_) {
-      const std::int64_t deadline = s.deadline_ns.load(std::memory_order_acquire);
-      if (deadline != 0 && deadline < now) abort_job(s.op.load(std::memory_order_acquire));
+    const auto now = Clock::now();
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      const std::uint64_t w = slots_[i].word.load(std::memory_order_acquire);
+      if (!(w & 1)) continue;
+      if (w != seen[i]) {  // a call armed since the last visit: time it from now
+        seen[i] = w;
+        since[i] = now;
+        continue;
+      }
+      // The same call as at the first sighting: it has run at least since then (at most one period
+      // more), so it is aborted between timeout and timeout + 2 periods after it started.
+      const auto ran = std::chrono::duration_cast<std::chrono::milliseconds>(now - since[i]);
+      if (ran >= timeout_) abort_job(slots_[i], ran);
     }
   }
 }
 
-void Watchdog::abort_job(const char* op) const {
+void Watchdog::abort_job(const Slot& slot, std::chrono::milliseconds ran_for) const {
+  const char* op = slot.op.load(std::memory_order_relaxed);
+  const char* group = slot.group.load(std::memory_order_relaxed);
   std::fprintf(stderr,
-               "idist: rank %d: %s did not complete within the timeout of %lld ms (mpi backend with blocking "
-               "collectives, which cannot be interrupted); aborting the job. A rank that never joined the "
-               "collective, or ranks issuing collectives in different orders, cause this.\n",
-               rank_, op ? op : "a collective", static_cast<long long>(timeout_.count()));
+               "idist: rank %d: %s on group %s has run for at least %lld ms, past the timeout of %lld ms (mpi backend, "
+               "blocking MPI collective, which cannot be interrupted); aborting the job. A rank that never joined the "
+               "collective, or ranks issuing collectives in different orders, cause this. IDIST_MPI_BLOCKING=0 (or "
+               "InitOptions::mpi_blocking_collectives = false) raises a catchable idist::TimeoutError instead, at "
+               "some cost per call.\n",
+               rank_, op ? op : "a collective", group ? group : "world", static_cast<long long>(ran_for.count()),
+               static_cast<long long>(timeout_.count()));
   std::fflush(stderr);
   // The thread calling the collective is inside MPI; MPI_Abort is the one call meant to end a job
   // from any state. Should it return, leave anyway.

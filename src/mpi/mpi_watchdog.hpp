@@ -1,8 +1,9 @@
 #pragma once
 // The timeout of blocking MPI collectives. MPI offers no way to interrupt MPI_Allreduce and its
-// kin, so when idist calls them (InitOptions::mpi_blocking_collectives) a watchdog thread watches
-// the calls in flight and aborts the job once one has run past its deadline: the process never
-// hangs forever, it just cannot recover with a TimeoutError as the polled path does.
+// kin, so when idist calls them (the default; see InitOptions::mpi_blocking_collectives) a watchdog
+// thread watches the calls in flight and aborts the job once one has run past the timeout: the
+// process never hangs forever, it just cannot recover with a TimeoutError as the polled path does.
+// This is PyTorch's policy for hung NCCL collectives.
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -23,11 +24,13 @@ class Watchdog {
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
-  /// Marks one blocking call named `op` (a string literal) in flight until destroyed. Arming costs
-  /// one clock read and one compare-and-swap, so it fits the microsecond budget of small messages.
+  /// Marks one blocking call in flight until destroyed. `op` names the collective and `group` its
+  /// group (e.g. "world (ranks 0-3)"); both must outlive the scope (string literals, or labels owned
+  /// by the model). Arming costs one compare-and-swap and no clock read (the thread times the call
+  /// from when it first sees it), so it fits the sub-microsecond budget of small messages.
   class Scope {
    public:
-    Scope(Watchdog& w, const char* op) noexcept : w_(w), slot_(w.arm(op)) {}
+    Scope(Watchdog& w, const char* op, const char* group = nullptr) noexcept : w_(w), slot_(w.arm(op, group)) {}
     ~Scope() {
       if (slot_ >= 0) w_.disarm(slot_);
     }
@@ -43,19 +46,22 @@ class Watchdog {
   };
 
   /// How often the thread looks at the armed calls: a twentieth of the timeout, within [1, 250] ms.
+  /// A call is aborted between `timeout` and `timeout` + 2 periods after it started.
   std::chrono::milliseconds period() const noexcept { return period_; }
 
  private:
-  // Each armed call owns one slot: its deadline (steady-clock nanoseconds; 0 = free) and its name.
+  // One armed call per slot. `word` = 2 * generation + busy: arming and disarming each bump it, so
+  // the thread recognises one call across its visits by an unchanged odd word.
   struct alignas(64) Slot {
-    std::atomic<std::int64_t> deadline_ns{0};
+    std::atomic<std::uint64_t> word{0};
     std::atomic<const char*> op{nullptr};
+    std::atomic<const char*> group{nullptr};
   };
 
-  int arm(const char* op) noexcept;
+  int arm(const char* op, const char* group) noexcept;
   void disarm(int slot) noexcept;
   void run();
-  [[noreturn]] void abort_job(const char* op) const;
+  [[noreturn]] void abort_job(const Slot& slot, std::chrono::milliseconds ran_for) const;
 
   std::chrono::milliseconds timeout_;
   std::chrono::milliseconds period_;

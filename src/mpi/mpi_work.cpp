@@ -2,6 +2,7 @@
 #include "mpi/mpi_work.hpp"
 
 #include <algorithm>
+#include <string>
 #include <thread>
 
 #include "mpi/mpi_error.hpp"
@@ -38,7 +39,7 @@ bool MpiWork::poll() noexcept {
 }
 
 bool MpiWork::finish() {
-  if (error_ != MPI_SUCCESS) throw_mpi_error(error_, fn_, rank_);
+  if (error_ != MPI_SUCCESS) health_->fail(error_, fn_, rank_);
   return true;
 }
 
@@ -52,7 +53,11 @@ bool MpiWork::wait_until(Clock::time_point deadline) {
       if (poll()) return finish();
       std::this_thread::yield();
     }
-    if (Clock::now() >= deadline) return false;
+    if (Clock::now() >= deadline) {
+      health_->mark(std::string(fn_) + " on rank " + std::to_string(rank_) +
+                    " timed out (a peer never joined it, or the ranks issued different collectives)");
+      return false;
+    }
   }
 }
 

@@ -3,9 +3,11 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <memory>
 #include <vector>
 
 #include "idist/work.hpp"
+#include "mpi/mpi_health.hpp"
 
 namespace idist::mpi_backend {
 
@@ -16,13 +18,16 @@ namespace idist::mpi_backend {
 /// Not internally locked: idist::Work serialises test() and wait_until() on one handle.
 class MpiWork final : public detail::WorkImpl {
  public:
-  /// Wraps one request. `fn` (a string literal, e.g. "MPI_Iallreduce") and `rank` name failures.
-  MpiWork(MPI_Request request, const char* fn, int rank) noexcept : single_(request), fn_(fn), rank_(rank) {}
+  /// Wraps one request. `fn` (a string literal, e.g. "MPI_Iallreduce") and `rank` name failures;
+  /// a failure or a missed deadline marks `health` broken (see mpi_health.hpp).
+  MpiWork(MPI_Request request, const char* fn, int rank, std::shared_ptr<CommHealth> health) noexcept
+      : single_(request), fn_(fn), rank_(rank), health_(std::move(health)) {}
 
   /// Wraps several requests that complete together; `ints` are counts / displacements that MPI
   /// reads until completion (MPI_Iallgatherv), kept alive here.
-  MpiWork(std::vector<MPI_Request> requests, std::vector<int> ints, const char* fn, int rank) noexcept
-      : many_(std::move(requests)), ints_(std::move(ints)), fn_(fn), rank_(rank) {}
+  MpiWork(std::vector<MPI_Request> requests, std::vector<int> ints, const char* fn, int rank,
+          std::shared_ptr<CommHealth> health) noexcept
+      : many_(std::move(requests)), ints_(std::move(ints)), fn_(fn), rank_(rank), health_(std::move(health)) {}
 
   /// One MPI_Test (or MPI_Testall); true once complete or failed.
   bool test() override;
@@ -31,7 +36,8 @@ class MpiWork final : public detail::WorkImpl {
   /// finish that fast), then keeps polling with a yield of the CPU between polls, never sleeping
   /// (Open MPI progresses a non-blocking collective only inside MPI_Test). The clock is read every
   /// 64 polls, so the deadline is honoured to within the spin phase plus 64 polls.
-  /// @return false when `deadline` passed first.
+  /// @return false when `deadline` passed first (the backend is then marked broken: the request
+  ///         stays pending inside MPI).
   /// @throws BackendError naming the MPI function, rank and MPI's error text when MPI failed.
   bool wait_until(std::chrono::steady_clock::time_point deadline) override;
 
@@ -44,6 +50,7 @@ class MpiWork final : public detail::WorkImpl {
   std::vector<int> ints_;
   const char* fn_;
   int rank_;
+  std::shared_ptr<CommHealth> health_;
   int error_ = MPI_SUCCESS;
   bool done_ = false;
 };

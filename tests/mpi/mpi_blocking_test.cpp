@@ -1,12 +1,15 @@
-// The mpi backend with blocking collectives (InitOptions::mpi_blocking_collectives): the model runs
-// MPI's blocking calls under a watchdog. The collective semantics are checked by the conformance
-// suite run with IDIST_MPI_BLOCKING=1; this file checks the switch and the watchdog's bookkeeping.
+// The mpi backend with blocking collectives (the default; InitOptions::mpi_blocking_collectives): the
+// model runs MPI's blocking calls under a watchdog. The collective semantics are checked by the
+// conformance suite (and with IDIST_MPI_BLOCKING=0 the polled mode); this file checks the switches
+// and the watchdog's bookkeeping.
 // The abort itself ends the job, so it is tested by mpi_watchdog_abort.cpp.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "idist/collectives.hpp"
@@ -20,7 +23,7 @@ namespace {
 
 using idist::mpi_backend::Watchdog;
 
-TEST(MpiBlocking, TheOptionSwitchesTheModelToBlockingCalls) {
+TEST(MpiBlocking, BlockingCallsAreTheDefault) {
   auto* m = dynamic_cast<idist::mpi_backend::NativeMPIModel*>(&idist::current_model());
   ASSERT_NE(m, nullptr);
   EXPECT_TRUE(m->blocking_collectives());
@@ -59,9 +62,9 @@ TEST(MpiBlocking, EnvironmentSwitchAcceptsZeroAndOneOnly) {
   const char* saved = std::getenv("IDIST_MPI_BLOCKING");
   const std::string keep = saved ? saved : "";
   setenv("IDIST_MPI_BLOCKING", "1", 1);
-  EXPECT_TRUE(idist::mpi_backend::blocking_from_env());
+  EXPECT_EQ(idist::mpi_backend::blocking_from_env(), std::optional<bool>(true));
   setenv("IDIST_MPI_BLOCKING", "0", 1);
-  EXPECT_FALSE(idist::mpi_backend::blocking_from_env());
+  EXPECT_EQ(idist::mpi_backend::blocking_from_env(), std::optional<bool>(false));
   setenv("IDIST_MPI_BLOCKING", "yes", 1);
   try {
     idist::mpi_backend::blocking_from_env();
@@ -70,8 +73,56 @@ TEST(MpiBlocking, EnvironmentSwitchAcceptsZeroAndOneOnly) {
     EXPECT_NE(std::string(e.what()).find("should be 0 or 1, but given 'yes'"), std::string::npos) << e.what();
   }
   unsetenv("IDIST_MPI_BLOCKING");
-  EXPECT_FALSE(idist::mpi_backend::blocking_from_env());
+  EXPECT_EQ(idist::mpi_backend::blocking_from_env(), std::nullopt);  // the default applies: blocking
   if (saved) setenv("IDIST_MPI_BLOCKING", keep.c_str(), 1);
+}
+
+TEST(MpiBlocking, ProgressThreadSwitchAcceptsZeroOneAndAuto) {
+  const char* saved = std::getenv("IDIST_MPI_PROGRESS_THREAD");
+  const std::string keep = saved ? saved : "";
+  setenv("IDIST_MPI_PROGRESS_THREAD", "1", 1);
+  EXPECT_EQ(idist::mpi_backend::progress_thread_from_env(), std::optional<bool>(true));
+  setenv("IDIST_MPI_PROGRESS_THREAD", "0", 1);
+  EXPECT_EQ(idist::mpi_backend::progress_thread_from_env(), std::optional<bool>(false));
+  setenv("IDIST_MPI_PROGRESS_THREAD", "auto", 1);
+  EXPECT_EQ(idist::mpi_backend::progress_thread_from_env(), std::nullopt);
+  setenv("IDIST_MPI_PROGRESS_THREAD", "on", 1);
+  try {
+    idist::mpi_backend::progress_thread_from_env();
+    ADD_FAILURE() << "IDIST_MPI_PROGRESS_THREAD=on was accepted";
+  } catch (const idist::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("should be 0, 1 or auto, but given 'on'"), std::string::npos) << e.what();
+  }
+  if (saved) setenv("IDIST_MPI_PROGRESS_THREAD", keep.c_str(), 1);
+  else unsetenv("IDIST_MPI_PROGRESS_THREAD");
+}
+
+TEST(MpiBlocking, ProgressChunkSwitchTakesANonNegativeByteCount) {
+  const char* saved = std::getenv("IDIST_MPI_PROGRESS_CHUNK_BYTES");
+  const std::string keep = saved ? saved : "";
+  unsetenv("IDIST_MPI_PROGRESS_CHUNK_BYTES");
+  EXPECT_EQ(idist::mpi_backend::progress_chunk_from_env(), std::size_t(4) << 20);
+  setenv("IDIST_MPI_PROGRESS_CHUNK_BYTES", "0", 1);
+  EXPECT_EQ(idist::mpi_backend::progress_chunk_from_env(), 0u);
+  setenv("IDIST_MPI_PROGRESS_CHUNK_BYTES", "-1", 1);
+  try {
+    idist::mpi_backend::progress_chunk_from_env();
+    ADD_FAILURE() << "IDIST_MPI_PROGRESS_CHUNK_BYTES=-1 was accepted";
+  } catch (const idist::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("should be a non-negative integer, but given '-1'"), std::string::npos)
+        << e.what();
+  }
+  if (saved) setenv("IDIST_MPI_PROGRESS_CHUNK_BYTES", keep.c_str(), 1);
+  else unsetenv("IDIST_MPI_PROGRESS_CHUNK_BYTES");
+}
+
+TEST(MpiBlocking, OneNodeRunsNoProgressThreadByDefault) {
+  auto* m = dynamic_cast<idist::mpi_backend::NativeMPIModel*>(&idist::current_model());
+  ASSERT_NE(m, nullptr);
+  if (std::getenv("IDIST_MPI_PROGRESS_THREAD")) GTEST_SKIP() << "IDIST_MPI_PROGRESS_THREAD is set";
+  EXPECT_EQ(idist::get_nnodes(), 1);
+  EXPECT_FALSE(m->progress_thread());
+  EXPECT_FALSE(m->has_async_progress());
 }
 
 TEST(MpiWatchdog, SixteenCallsCanBeWatchedAtOnceAndASeventeenthIsRefused) {
@@ -101,9 +152,7 @@ TEST(MpiWatchdog, PollingPeriodIsATwentiethOfTheTimeoutWithinBounds) {
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   idist::test::quiet_non_root_ranks();
-  idist::InitOptions opts;
-  opts.mpi_blocking_collectives = true;
-  idist::initialize("mpi", opts);
+  idist::initialize("mpi");  // blocking collectives are the default
   const int rc = RUN_ALL_TESTS();
   idist::finalize();
   return rc;

@@ -89,7 +89,7 @@ inline void copy_back(const at::Tensor& t, const Staged& s) {
 }
 
 /// Blocking in-place all-reduce of `t` through the model's blocking form (the fast path of the
-/// backend, e.g. MPI_Allreduce with mpi_blocking_collectives).
+/// backend, e.g. MPI_Allreduce, the mpi default).
 inline void all_reduce_blocking(const at::Tensor& t, ReduceOp op, const Group& group) {
   ComputationModel& m = current_model();
   checked_dtype(t, "all_reduce");

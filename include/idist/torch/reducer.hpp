@@ -18,10 +18,12 @@
 ///   folded into the bucket.
 /// - When all gradients of a bucket are in, the bucket's all-reduce is launched with the
 ///   non-blocking API, always in bucket order so that every rank issues the same sequence. On a
-///   backend without asynchronous progress (mpi) nothing would overlap anyway, so the bucket is
-///   all-reduced at once with the backend's blocking form: one bucket in flight at a time bounds
-///   the backend's scratch memory (Open MPI's libnbc holds a buffer the size of each non-blocking
-///   all-reduce), and the fastest call is used (MPI_Allreduce with mpi_blocking_collectives).
+///   backend without asynchronous progress (mpi on one node, where idist runs no progress thread)
+///   nothing would overlap anyway, so the bucket is all-reduced at once with the backend's blocking
+///   form: one bucket in flight at a time bounds the backend's scratch memory (Open MPI's libnbc
+///   holds a buffer the size of each non-blocking all-reduce), and the fastest call is used
+///   (MPI_Allreduce, the mpi default). mpi across nodes has a progress thread, so its buckets fly
+///   while backward goes on, as on gloo.
 /// - The first hook of a backward queues an autograd final callback; it launches what is left,
 ///   waits for every bucket and makes .grad() the averaged slot (or copies it back), so that the
 ///   gradients are averaged when backward() returns. Nothing is in flight afterwards, so the user's own collectives never
@@ -597,8 +599,8 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
         b.future = run_comm_hook(index);
       } else if (no_async_progress_) {
         // Nothing progresses in the background: run the bucket now through the backend's blocking
-        // form (MPI_Allreduce itself with mpi_blocking_collectives, whose large-message algorithms
-        // beat the non-blocking ones).
+        // form (MPI_Allreduce itself by default, whose large-message algorithms beat the
+        // non-blocking ones).
         detail::all_reduce_blocking(b.flat, ReduceOp::Sum, Group{});
         b.work = Work{};
       } else {
