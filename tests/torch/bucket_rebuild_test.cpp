@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "average_reference.hpp"
 #include "idist/idist.hpp"
 
 namespace {
@@ -34,23 +35,8 @@ torch::Tensor batch_of(int step) {
 // Tiny caps: every parameter in a bucket of its own, so the bucket order is the parameter order.
 idist::AutoModelOptions tiny_buckets() { return {.bucket_cap_mb = 1e-6}; }
 
-// The exact average over ranks of the gradients an unsynchronised copy computes on `x`.
 std::vector<torch::Tensor> averaged_reference(const Reversed& like, const torch::Tensor& x) {
-  auto copy = std::make_shared<Reversed>();
-  {
-    torch::NoGradGuard g;
-    auto src = like.parameters();
-    auto dst = copy->parameters();
-    for (std::size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
-  }
-  copy->forward(x).pow(2).mean().backward();
-  std::vector<torch::Tensor> out;
-  for (auto& p : copy->parameters()) {
-    torch::Tensor g = p.grad().clone();
-    idist::all_reduce(g);
-    out.push_back(g / idist::get_world_size());
-  }
-  return out;
+  return idist_test::averaged_reference(like, [&](Reversed& n) { return n.forward(x).pow(2).mean(); });
 }
 
 void step_and_check(Reversed& net, int step) {

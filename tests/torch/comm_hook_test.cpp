@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "average_reference.hpp"
 #include "idist/idist.hpp"
 
 namespace {
@@ -34,24 +35,8 @@ torch::Tensor batch_of(int step) {
 
 torch::Tensor loss_of(Net& net, const torch::Tensor& x) { return net.forward(x).pow(2).mean(); }
 
-// The exact average over ranks of the gradients `net` (with the same parameters as `like`, no
-// reducer) computes on `x`.
 std::vector<torch::Tensor> averaged_reference(const Net& like, const torch::Tensor& x) {
-  auto copy = std::make_shared<Net>();
-  {
-    torch::NoGradGuard g;
-    auto src = like.parameters();
-    auto dst = copy->parameters();
-    for (std::size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
-  }
-  loss_of(*copy, x).backward();
-  std::vector<torch::Tensor> out;
-  for (auto& p : copy->parameters()) {
-    torch::Tensor g = p.grad().clone();
-    idist::all_reduce(g);
-    out.push_back(g / idist::get_world_size());
-  }
-  return out;
+  return idist_test::averaged_reference(like, [&](Net& n) { return loss_of(n, x); });
 }
 
 double max_relative_error(const std::vector<torch::Tensor>& got, const std::vector<torch::Tensor>& want) {
