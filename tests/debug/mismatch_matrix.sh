@@ -7,6 +7,7 @@
 #
 #   mismatch_matrix.sh <idist_mismatch_case> <gloo|mpi> <ranks> [mpirun and its flags...]
 set -u
+. "$(dirname "$0")/../support/mpi_launcher.sh"
 bin=$1 backend=$2 np=$3
 shift 3
 cases="length dtype same_bytes reduce_op broadcast_root all_reduce_vs_broadcast all_gather_vs_all_reduce"
@@ -15,10 +16,16 @@ failed=0
 for c in $cases; do
   if [ "$backend" = mpi ]; then
     out=$(IDIST_TEST_BACKEND=mpi timeout 120 "$@" -np "$np" "$bin" "$c" "$timeout_ms" 2>&1)
+    rc=$?
+    if launcher_crashed $rc "$out" "$bin"; then
+      echo "case $c: mpiexec itself crashed (exit $rc) while ending the job; running the case once more"
+      out=$(IDIST_TEST_BACKEND=mpi timeout 120 "$@" -np "$np" "$bin" "$c" "$timeout_ms" 2>&1)
+      rc=$?
+    fi
   else
     out=$(IDIST_TEST_BACKEND=gloo IDIST_TEST_SPAWN=$np timeout 120 "$bin" "$c" "$timeout_ms" 2>&1)
+    rc=$?
   fi
-  rc=$?
   reports=$(grep -c "^case $c rank [0-9]*: \(returned\|raised\)" <<<"$out")
   echo "$out" | grep "^case $c rank" | cut -c1-400
   # mpi without DETAIL: a rank whose collective failed or timed out leaves the backend broken, and

@@ -6,6 +6,7 @@
 #
 #   failure_cases.sh <idist_mpi_failure_case> <mpirun and its flags...>
 set -u
+. "$(dirname "$0")/../support/mpi_launcher.sh"
 bin=$1
 shift
 failed=0
@@ -17,6 +18,11 @@ run() {
   shift
   out=$(env "$@" timeout 60 "${mpirun[@]}" -np 2 "$bin" "$scenario" "$timeout_ms" 2>&1)
   rc=$?
+  if launcher_crashed $rc "$out" "$bin"; then
+    echo "$scenario: mpiexec itself crashed (exit $rc) while ending the job; running it once more"
+    out=$(env "$@" timeout 60 "${mpirun[@]}" -np 2 "$bin" "$scenario" "$timeout_ms" 2>&1)
+    rc=$?
+  fi
 }
 fail() {
   echo "FAIL $*"
