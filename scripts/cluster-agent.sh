@@ -21,7 +21,9 @@
 # "cluster-agent.sh --mpirun-flags" prints, on one line, the mpirun options
 # that use this agent and keep Open MPI's traffic (daemons' OOB, TCP BTL) on
 # the cluster's network; as root it adds --allow-run-as-root (the emulated
-# cluster needs root). Use it unquoted: mpirun $(cluster-agent.sh --mpirun-flags) ...
+# cluster needs root) and --bind-to none: the emulated hosts share this machine's
+# cores, and each host's orted would otherwise bind its first rank to core 0, so
+# one rank per host would put every rank on the same core. Use it unquoted: mpirun $(cluster-agent.sh --mpirun-flags) ...
 # mpirun itself must run inside a host (cluster.sh run 1 mpirun ...): only the
 # hosts reach each other. No --prefix is needed: the agent keeps PATH and
 # LD_LIBRARY_PATH, so orted is found where mpirun was.
@@ -33,7 +35,7 @@ fail() { echo "cluster-agent.sh: $*" >&2; exit 255; }
 if [[ ${1:-} == --mpirun-flags ]]; then
   [[ $here != *[[:space:]]* ]] || fail "the agent's path '$here' holds a space: --mpirun-flags cannot be word-split"
   flags=(--mca plm_rsh_agent "$here/cluster-agent.sh" --mca btl "tcp,self"
-    --mca btl_tcp_if_include 198.18.0.0/24 --mca oob_tcp_if_include 198.18.0.0/24)
+    --mca btl_tcp_if_include 198.18.0.0/24 --mca oob_tcp_if_include 198.18.0.0/24 --bind-to none)
   [[ $(id -u) -ne 0 ]] || flags=(--allow-run-as-root "${flags[@]}")
   echo "${flags[*]}"
   exit 0

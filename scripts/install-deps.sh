@@ -7,7 +7,7 @@ packages=(
   build-essential cmake pkg-config ninja-build
   libopenmpi-dev openmpi-bin
   libgloo-dev
-  libtorch-dev
+  libtorch-dev libopenblas0-openmp
   libfmt-dev libcli11-dev libasio-dev
   libgtest-dev libbenchmark-dev
   zlib1g-dev

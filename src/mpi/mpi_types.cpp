@@ -3,37 +3,29 @@
 
 #include <cstdint>
 
+#include "core/reduce16.hpp"
 #include "mpi/mpi_error.hpp"
 
 namespace idist::mpi_backend {
 
 namespace {
 
-// NaN-propagating min / max (as torch does): a NaN on either side wins.
-inline float min_nan(float a, float b) { return (a != a || a < b) ? a : b; }
-inline float max_nan(float a, float b) { return (a != a || a > b) ? a : b; }
-
-// One pairwise step of a 16-bit floating reduction: inout[i] = round(f(in[i], inout[i])).
-// MPI calls it with `len` elements of the MPI_UINT16_T carrier type.
-template <class T16, float (*F)(float, float)>
+// One pairwise step of a 16-bit floating reduction, inout[i] = in[i] op inout[i], in blocks
+// (core/reduce16.hpp). MPI calls it with `len` elements of the MPI_UINT16_T carrier type.
+template <DType D, ReduceOp Op>
 void reduce16(void* in, void* inout, int* len, MPI_Datatype*) {
-  const auto* a = static_cast<const T16*>(in);
-  auto* b = static_cast<T16*>(inout);
-  for (int i = 0; i < *len; ++i) b[i] = T16(F(float(a[i]), float(b[i])));
+  core::reduce16(D, Op, inout, in, inout, std::size_t(*len));
 }
 
-inline float add(float a, float b) { return a + b; }
-inline float mul(float a, float b) { return a * b; }
-
-template <class T16>
+template <DType D>
 void create_float16_ops(std::array<MPI_Op, 6>& ops, int rank) {
   const auto make = [&](MPI_User_function* fn, ReduceOp op) {
     check_mpi(MPI_Op_create(fn, /*commute=*/1, &ops[std::size_t(op)]), "MPI_Op_create", rank);
   };
-  make(&reduce16<T16, add>, ReduceOp::Sum);
-  make(&reduce16<T16, mul>, ReduceOp::Product);
-  make(&reduce16<T16, min_nan>, ReduceOp::Min);
-  make(&reduce16<T16, max_nan>, ReduceOp::Max);
+  make(&reduce16<D, ReduceOp::Sum>, ReduceOp::Sum);
+  make(&reduce16<D, ReduceOp::Product>, ReduceOp::Product);
+  make(&reduce16<D, ReduceOp::Min>, ReduceOp::Min);
+  make(&reduce16<D, ReduceOp::Max>, ReduceOp::Max);
   // And / Or stay MPI_OP_NULL: core::check_reduce_op rejects them for floating types.
 }
 
@@ -77,8 +69,8 @@ void TypeMap::create(int rank) {
   }
 
   created_ = true;  // before the user ops, so that release() frees whatever was created
-  create_float16_ops<Half>(ops_[std::size_t(DType::Float16)], rank);
-  create_float16_ops<BFloat16>(ops_[std::size_t(DType::BFloat16)], rank);
+  create_float16_ops<DType::Float16>(ops_[std::size_t(DType::Float16)], rank);
+  create_float16_ops<DType::BFloat16>(ops_[std::size_t(DType::BFloat16)], rank);
 }
 
 void TypeMap::release() noexcept {

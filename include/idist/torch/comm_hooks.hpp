@@ -12,6 +12,9 @@
 
 #include <ATen/ATen.h>
 
+#include <map>
+#include <memory>
+
 #include "idist/context.hpp"
 #include "idist/torch/collectives.hpp"
 #include "idist/torch/comm_hook.hpp"
@@ -31,20 +34,39 @@ inline BucketFuture allreduce_bucket(const at::Tensor& bucket) {
   return BucketFuture(std::move(work), [bucket] { return bucket; });
 }
 
+/// The wire buffers of a compressing hook, one per bucket index, kept across iterations: a fresh
+/// tensor per bucket and step costs more in page faults than the cast itself.
+class WireBuffers {
+ public:
+  /// A buffer of `like`'s shape in `wire`; reused while the bucket keeps its size (a rebuild of the
+  /// buckets changes it). A bucket's buffer is reused only after its previous future completed.
+  at::Tensor get(std::size_t index, const at::Tensor& like, at::ScalarType wire) {
+    at::Tensor& b = buffers_[index];
+    if (!b.defined() || b.numel() != like.numel() || b.scalar_type() != wire || b.device() != like.device())
+      b = at::empty(like.sizes(), like.options().dtype(wire));
+    return b;
+  }
+
+ private:
+  std::map<std::size_t, at::Tensor> buffers_;
+};
+
 /// Casts the bucket to `wire` (divided by the world size first, as PyTorch does to keep the sum
 /// in range), all-reduces the copy and casts the sum back into the bucket.
-inline BucketFuture compressed_allreduce(const at::Tensor& bucket, at::ScalarType wire) {
-  if (!at::isFloatingType(bucket.scalar_type()) || bucket.scalar_type() == wire) return allreduce_bucket(bucket);
-  at::Tensor compressed;
+inline BucketFuture compressed_allreduce(GradBucket& bucket, at::ScalarType wire, WireBuffers& buffers) {
+  const at::Tensor& input = bucket.buffer();
+  if (!at::isFloatingType(input.scalar_type()) || input.scalar_type() == wire) return allreduce_bucket(input);
+  at::Tensor compressed = buffers.get(bucket.index(), input, wire);
   {
     at::NoGradGuard no_grad;
-    compressed = bucket.to(wire).div_(get_world_size());
+    compressed.copy_(input);
+    compressed.div_(get_world_size());
   }
   Work work = all_reduce_async(compressed, ReduceOp::Sum);
-  return BucketFuture(std::move(work), [bucket, compressed] {
+  return BucketFuture(std::move(work), [input, compressed] {
     at::NoGradGuard no_grad;
-    bucket.copy_(compressed);
-    return bucket;
+    input.copy_(compressed);
+    return input;
   });
 }
 
@@ -59,15 +81,19 @@ inline CommHook allreduce() {
 
 /// Halves the bytes on the wire: the bucket is cast to float16 (after dividing by the world size),
 /// all-reduced, and cast back (default_hooks.fp16_compress_hook). float16 keeps 11 significant
-/// bits and overflows past 65504: fine for gradients of ordinary scale.
+/// bits and overflows past 65504: fine for gradients of ordinary scale. The hook owns one wire
+/// buffer per bucket, reused every iteration: register one hook per model.
 inline CommHook fp16_compress() {
-  return [](GradBucket& bucket) { return detail::compressed_allreduce(bucket.buffer(), at::kHalf); };
+  auto buffers = std::make_shared<detail::WireBuffers>();
+  return [buffers](GradBucket& bucket) { return detail::compressed_allreduce(bucket, at::kHalf, *buffers); };
 }
 
 /// As fp16_compress with bfloat16 (default_hooks.bf16_compress_hook): float32's range, 8
-/// significant bits. Every idist backend reduces bfloat16 (see the file comment).
+/// significant bits. Every idist backend reduces bfloat16 (see the file comment). One hook per
+/// model, as fp16_compress.
 inline CommHook bf16_compress() {
-  return [](GradBucket& bucket) { return detail::compressed_allreduce(bucket.buffer(), at::kBFloat16); };
+  auto buffers = std::make_shared<detail::WireBuffers>();
+  return [buffers](GradBucket& bucket) { return detail::compressed_allreduce(bucket, at::kBFloat16, *buffers); };
 }
 
 /// PowerSGD gradient compression (powerSGD_hook.powerSGD_hook; Vogels et al., NeurIPS 2019):
