@@ -8,9 +8,10 @@
 /// 1. error feedback: the bucket gains the error left by the previous compression of this bucket;
 /// 2. every gradient viewed as an n x m matrix M (n = first dimension) with (n + m) * r *
 ///    min_compression_rate < n * m is compressed (r = min(n, m, rank)); the others (1-D tensors
-///    among them) are all-reduced uncompressed, concatenated;
+///    among them) are all-reduced uncompressed, concatenated behind the Ps (one all-reduce: on a
+///    slow link a collective costs a round trip whatever its size);
 /// 3. P = M Q (Q random and orthogonalised the first time, or always without warm_start; else last
-///    iteration's Q, re-orthogonalised); all-reduce P; orthogonalise P (Gram-Schmidt);
+///    iteration's Q, re-orthogonalised); all-reduce P (with the rest); orthogonalise P (Gram-Schmidt);
 ///    Q = M^T P; all-reduce Q; M = P Q^T / world size;
 /// 4. the error is the bucket before compression minus after.
 /// Costs per compressed matrix (n + m) * r elements on the wire instead of n * m.
@@ -153,12 +154,18 @@ class PowerSGDState {
         plan->uncompressed.push_back(g);
       }
     }
-    const bool randomize = !opts_.warm_start || !p_memory_.count(index);
+    std::int64_t rest_size = 0;
+    for (const at::Tensor& t : plan->uncompressed) rest_size += t.numel();
+    // P and the uncompressed rest share one buffer and one all-reduce: on a slow link every
+    // collective costs a round trip or more, whatever its size.
+    const bool randomize = !opts_.warm_start || !p_memory_.count(index) ||
+                           p_memory_[index].numel() != p_size + rest_size || q_memory_[index].numel() != q_size;
     if (randomize) {
-      p_memory_[index] = at::empty({p_size}, input.options());
+      p_memory_[index] = at::empty({p_size + rest_size}, input.options());
       q_memory_[index] = at::empty({q_size}, input.options());
     }
-    plan->p_flat = p_memory_[index];
+    const at::Tensor p_and_rest = p_memory_[index];
+    plan->p_flat = p_and_rest.narrow(0, 0, p_size);
     plan->q_flat = q_memory_[index];
     std::int64_t p_at = 0, q_at = 0;
     for (std::size_t k = 0; k < plan->matrices.size(); ++k) {
@@ -180,21 +187,21 @@ class PowerSGDState {
     }
     for (std::size_t k = 0; k < plan->matrices.size(); ++k) at::matmul_out(plan->ps[k], plan->matrices[k], plan->qs[k]);
 
-    // Launched now, in this order on every rank: the uncompressed rest, then the Ps.
-    Work rest_work;
-    if (!plan->uncompressed.empty()) {
-      std::vector<at::Tensor> flat;
-      for (const at::Tensor& t : plan->uncompressed) flat.push_back(t.reshape({-1}));
-      plan->rest = at::cat(flat);
-      rest_work = all_reduce_async(plan->rest, ReduceOp::Sum);
+    // Launched now: the Ps and the uncompressed rest in one all-reduce.
+    if (rest_size > 0) {
+      plan->rest = p_and_rest.narrow(0, p_size, rest_size);
+      std::int64_t at = 0;
+      for (const at::Tensor& t : plan->uncompressed) {
+        plan->rest.narrow(0, at, t.numel()).copy_(t.reshape({-1}));
+        at += t.numel();
+      }
     }
     Work p_work;
-    if (p_size > 0) p_work = all_reduce_async(plan->p_flat, ReduceOp::Sum);
+    if (p_size + rest_size > 0) p_work = all_reduce_async(p_and_rest, ReduceOp::Sum);
 
     const bool last = bucket.is_last();
-    return BucketFuture(std::move(p_work), [this, plan, input, input_copy, rest_work, index, world, last]() mutable {
+    return BucketFuture(std::move(p_work), [this, plan, input, input_copy, index, world, last]() mutable {
       at::NoGradGuard no_grad;
-      rest_work.wait();
       if (plan->rest.defined()) {
         plan->rest.div_(world);
         std::int64_t at = 0;
