@@ -196,36 +196,19 @@ class PowerSGDState {
         at += t.numel();
       }
     }
-    Work p_work;
-    if (p_size + rest_size > 0) p_work = all_reduce_async(p_and_rest, ReduceOp::Sum);
-
-    const bool last = bucket.is_last();
-    return BucketFuture(std::move(p_work), [this, plan, input, input_copy, index, world, last]() mutable {
-      at::NoGradGuard no_grad;
-      if (plan->rest.defined()) {
-        plan->rest.div_(world);
-        std::int64_t at = 0;
-        for (at::Tensor& t : plan->uncompressed) {
-          t.copy_(plan->rest.narrow(0, at, t.numel()).view(t.sizes()));
-          at += t.numel();
-        }
+    if (p_size + rest_size > 0) plan->p_work = all_reduce_async(p_and_rest, ReduceOp::Sum);
+    plan->input = input;
+    plan->input_copy = input_copy;
+    plan->index = index;
+    plan->last = bucket.is_last();
+    pending_.push_back(plan);
+    return BucketFuture(plan->p_work, [this, plan, world] {
+      try {
+        return finish(*plan, world);
+      } catch (...) {
+        pending_.clear();  // a failed collective ends this iteration's compression
+        throw;
       }
-      if (!plan->ps.empty()) {
-        for (at::Tensor& p : plan->ps) comm_hooks::detail::orthogonalize(p, opts_.orthogonalization_epsilon);
-        for (std::size_t k = 0; k < plan->matrices.size(); ++k)
-          at::matmul_out(plan->qs[k], plan->matrices[k].t(), plan->ps[k]);
-        all_reduce(plan->q_flat, ReduceOp::Sum);
-        plan->q_flat.div_(world);
-        for (std::size_t k = 0; k < plan->matrices.size(); ++k)
-          at::matmul_out(plan->matrices[k], plan->ps[k], plan->qs[k].t());
-      }
-      if (opts_.use_error_feedback) at::sub_out(error_[index], input_copy, input);
-      if (!opts_.warm_start) {
-        p_memory_.clear();
-        q_memory_.clear();
-      }
-      if (last) ++iter_;
-      return input;
     });
   }
 
@@ -237,7 +220,53 @@ class PowerSGDState {
     std::vector<at::Tensor> uncompressed;  // views of the bucket
     std::vector<at::Tensor> ps, qs;        // views of p_flat / q_flat
     at::Tensor p_flat, q_flat, rest;
+    at::Tensor input, input_copy;          // the bucket; its copy before compression (error feedback)
+    std::size_t index = 0;
+    bool last = false;
+    Work p_work, q_work;  // the all-reduce of P and the rest; then of Q
+    bool q_started = false;
   };
+
+  /// Second half of a bucket: P (all-reduced) orthogonalised, Q = M^T P launched.
+  void start_q(Plan& plan, int world) {
+    plan.q_started = true;
+    plan.p_work.wait();
+    if (plan.rest.defined()) {
+      plan.rest.div_(world);
+      std::int64_t at = 0;
+      for (at::Tensor& t : plan.uncompressed) {
+        t.copy_(plan.rest.narrow(0, at, t.numel()).view(t.sizes()));
+        at += t.numel();
+      }
+    }
+    if (plan.ps.empty()) return;
+    for (at::Tensor& p : plan.ps) comm_hooks::detail::orthogonalize(p, opts_.orthogonalization_epsilon);
+    for (std::size_t k = 0; k < plan.matrices.size(); ++k) at::matmul_out(plan.qs[k], plan.matrices[k].t(), plan.ps[k]);
+    plan.q_work = all_reduce_async(plan.q_flat, ReduceOp::Sum);
+  }
+
+  /// The continuation of a bucket's future. It first starts the Q all-reduce of every bucket
+  /// launched so far, in bucket order (the same order on every rank), so that on a slow link the
+  /// buckets' Q round trips overlap instead of following one another; then it completes its own.
+  at::Tensor finish(Plan& plan, int world) {
+    at::NoGradGuard no_grad;
+    for (const auto& pending : pending_)
+      if (!pending->q_started) start_q(*pending, world);
+    plan.q_work.wait();
+    if (!plan.ps.empty()) {
+      plan.q_flat.div_(world);
+      for (std::size_t k = 0; k < plan.matrices.size(); ++k)
+        at::matmul_out(plan.matrices[k], plan.ps[k], plan.qs[k].t());
+    }
+    if (opts_.use_error_feedback) at::sub_out(error_[plan.index], plan.input_copy, plan.input);
+    if (!opts_.warm_start) {
+      p_memory_.erase(plan.index);
+      q_memory_.erase(plan.index);
+    }
+    std::erase_if(pending_, [&](const std::shared_ptr<Plan>& p) { return p.get() == &plan; });
+    if (plan.last) ++iter_;
+    return plan.input;
+  }
 
   void count_iteration(const GradBucket& bucket) {
     if (bucket.is_last()) ++iter_;
@@ -250,6 +279,7 @@ class PowerSGDState {
   std::map<std::size_t, at::Tensor> input_copy_;
   std::map<std::size_t, at::Tensor> p_memory_;
   std::map<std::size_t, at::Tensor> q_memory_;
+  std::vector<std::shared_ptr<Plan>> pending_;  // buckets launched, their continuation not yet run
 };
 
 }  // namespace idist
