@@ -15,28 +15,23 @@ timeout_ms=2000
 failed=0
 for c in $cases; do
   if [ "$backend" = mpi ]; then
-    out=$(IDIST_TEST_BACKEND=mpi timeout 120 "$@" -np "$np" "$bin" "$c" "$timeout_ms" 2>&1)
-    rc=$?
-    if launcher_crashed $rc "$out" "$bin"; then
-      echo "case $c: mpiexec itself crashed (exit $rc) while ending the job; running the case once more"
-      out=$(IDIST_TEST_BACKEND=mpi timeout 120 "$@" -np "$np" "$bin" "$c" "$timeout_ms" 2>&1)
-      rc=$?
-    fi
+    run_job_retried 30 "$bin" "case $c" env IDIST_TEST_BACKEND=mpi "$@" -np "$np" "$bin" "$c" "$timeout_ms"
   else
-    out=$(IDIST_TEST_BACKEND=gloo IDIST_TEST_SPAWN=$np timeout 120 "$bin" "$c" "$timeout_ms" 2>&1)
-    rc=$?
+    run_job 30 "$bin" env IDIST_TEST_BACKEND=gloo IDIST_TEST_SPAWN=$np "$bin" "$c" "$timeout_ms"
   fi
+  echo "case $c: exit $rc after $SECONDS s of the script"
   reports=$(grep -c "^case $c rank [0-9]*: \(returned\|raised\)" <<<"$out")
   echo "$out" | grep "^case $c rank" | cut -c1-400
   # mpi without DETAIL: a rank whose collective failed or timed out leaves the backend broken, and
   # the job ends by finalize()'s abort (exit 1) or the blocking calls' watchdog (exit 124), each with
   # its message; never by a signal.
-  if [ "$backend" = mpi ] && [ "${IDIST_DISTRIBUTED_DEBUG:-OFF}" != DETAIL ] && { [ $rc -eq 1 ] || [ $rc -eq 124 ]; } &&
+  if [ "$backend" = mpi ] && [ "$job_overran" = 0 ] && [ "${IDIST_DISTRIBUTED_DEBUG:-OFF}" != DETAIL ] &&
+     { [ $rc -eq 1 ] || [ $rc -eq 124 ]; } &&
      grep -Eq "idist: (finalize\(\) on rank [0-9]+: the mpi backend is unusable|rank [0-9]+: .* has run for at least)" <<<"$out"; then
     echo "case $c: the job was aborted with idist's message (exit $rc)"
     continue
   fi
-  if [ $rc -ne 0 ] || [ "$reports" -ne "$np" ]; then
+  if [ "$job_overran" = 1 ] || [ $rc -ne 0 ] || [ "$reports" -ne "$np" ]; then
     echo "FAIL $c: exit status $rc, $reports of $np ranks reported"
     echo "$out" | tail -20
     failed=1

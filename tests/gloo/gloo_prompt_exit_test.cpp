@@ -70,8 +70,16 @@ long long reap_time(pid_t pid, Clock::time_point deadline) {
   return -1;
 }
 
+// The collective timeout of the frozen-peer test: 3 s, or IDIST_PROMPT_EXIT_TIMEOUT_S (issue 11's
+// figure is taken at 10 s).
+std::chrono::seconds frozen_peer_timeout() {
+  const char* s = std::getenv("IDIST_PROMPT_EXIT_TIMEOUT_S");
+  return std::chrono::seconds(s && std::atoi(s) > 0 ? std::atoi(s) : 3);
+}
+
 TEST(GlooPromptExit, ARankThatRaisesExitsWithinTwoSecondsThoughItsPeerIsFrozen) {
-  constexpr auto kTimeout = std::chrono::seconds(3);
+  const auto kTimeout = frozen_peer_timeout();
+  const long long timeout_ms = std::chrono::milliseconds(kTimeout).count();
   const int port = free_tcp_port();
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);
@@ -111,12 +119,12 @@ TEST(GlooPromptExit, ARankThatRaisesExitsWithinTwoSecondsThoughItsPeerIsFrozen) 
   ASSERT_EQ(report.rfind("TimeoutError ", 0), 0u) << report;
   long long raised_after = 0, raised_at = 0;
   ASSERT_EQ(std::sscanf(report.c_str(), "TimeoutError %lld %lld", &raised_after, &raised_at), 2) << report;
-  EXPECT_GE(raised_after, 2500) << "raised before the timeout";
-  EXPECT_LT(raised_after, 3000 + 5000) << "raised long after the timeout";
+  EXPECT_GE(raised_after, timeout_ms - 500) << "raised before the timeout";
+  EXPECT_LT(raised_after, timeout_ms + 5000) << "raised long after the timeout";
   ASSERT_GT(gone, 0) << "rank 0 did not exit within 30 s";
   const long long exit_after = gone - raised_at;
-  std::printf("rank 0 raised TimeoutError %lld ms into the all_reduce (timeout 3000 ms) and exited %lld ms later\n",
-              raised_after, exit_after);
+  std::printf("rank 0 raised TimeoutError %lld ms into the all_reduce (timeout %lld ms) and exited %lld ms later\n",
+              raised_after, timeout_ms, exit_after);
   EXPECT_LT(exit_after, 2000);
 }
 
