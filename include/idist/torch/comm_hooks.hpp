@@ -59,8 +59,8 @@ inline BucketFuture compressed_allreduce(GradBucket& bucket, at::ScalarType wire
   at::Tensor compressed = buffers.get(bucket.index(), input, wire);
   {
     at::NoGradGuard no_grad;
-    compressed.copy_(input);
-    compressed.div_(get_world_size());
+    // Cast and pre-divide in one pass (a float product rounded once into the wire type).
+    at::mul_out(compressed, input, at::scalar_tensor(1.0 / get_world_size(), input.options()));
   }
   Work work = all_reduce_async(compressed, ReduceOp::Sum);
   return BucketFuture(std::move(work), [input, compressed] {
