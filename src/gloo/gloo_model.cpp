@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "core/backend_factories.hpp"
+#include "core/collective_checks.hpp"
 #include "core/cuda_probe.hpp"
 #include "gloo/call_tag.hpp"
 #include "gloo/gloo_store.hpp"
@@ -58,11 +59,6 @@ void with_element_type(std::size_t size, F&& f) {
   }
 }
 
-void check_host(const Device& device, const char* op) {
-  if (device.type != DeviceType::CPU)
-    throw ValueError(std::string(op) + ": the gloo backend communicates host memory, but the buffer is on " +
-                     device.str() + "; copy it to the CPU first");
-}
 
 bool read_bcube_choice() {
   const char* v = std::getenv("IDIST_GLOO_ALLREDUCE");
@@ -244,7 +240,7 @@ void GlooModel::barrier_blocking(const Group& group) { barrier_impl(group, true)
 static std::shared_ptr<gloo::Context> borrow(gloo::Context& ctx) { return {std::shared_ptr<void>(), &ctx}; }
 
 Work GlooModel::all_reduce_impl(Buffer data, ReduceOp op, const Group& group, bool blocking) {
-  check_host(data.device, "all_reduce");
+  core::check_host_buffer("gloo", "all_reduce", "data", data.device);
   const ReduceFn fn = reduce_function(data.dtype, op);  // ValueError for And / Or on floats
   Communicator& comm = communicator(group);
   if (data.count == 0) return Work{};
@@ -267,14 +263,10 @@ Work GlooModel::all_reduce_impl(Buffer data, ReduceOp op, const Group& group, bo
 }
 
 Work GlooModel::all_gather_impl(ConstBuffer in, Buffer out, const Group& group, bool blocking) {
-  check_host(in.device, "all_gather");
-  check_host(out.device, "all_gather");
+  core::check_host_buffer("gloo", "all_gather", "in", in.device);
+  core::check_host_buffer("gloo", "all_gather", "out", out.device);
   Communicator& comm = communicator(group);
-  const std::size_t n = comm.ranks.size();
-  if (out.count != in.count * n || out.dtype != in.dtype)
-    throw ValueError("all_gather: out should hold in.count * group size = " + std::to_string(in.count * n) + " " +
-                     std::string(to_string(in.dtype)) + " elements, but holds " + std::to_string(out.count) + " " +
-                     std::string(to_string(out.dtype)));
+  core::check_all_gather_args(in, out, comm.ranks.size());
   if (in.count == 0) return Work{};
   const auto timeout = this->timeout();
   return issue(comm, "all_gather", blocking, [in, out, timeout, retained = retained_.get()](gloo::Context& ctx) {
@@ -292,18 +284,11 @@ Work GlooModel::all_gather_impl(ConstBuffer in, Buffer out, const Group& group, 
 }
 
 Work GlooModel::all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, const Group& group) {
-  check_host(in.device, "all_gather");
-  check_host(out.device, "all_gather");
+  core::check_host_buffer("gloo", "all_gather", "in", in.device);
+  core::check_host_buffer("gloo", "all_gather", "out", out.device);
   Communicator& comm = communicator(group);
-  const std::size_t n = comm.ranks.size();
-  const std::size_t me = std::size_t(std::lower_bound(comm.ranks.begin(), comm.ranks.end(), info_.rank) - comm.ranks.begin());
-  std::size_t total = 0;
-  for (std::size_t c : counts) total += c;
-  if (counts.size() != n || counts[me] != in.count || out.count != total || out.dtype != in.dtype)
-    throw ValueError("all_gather: counts should have one entry per rank of group " + comm.name + " (" +
-                     std::to_string(n) + "), this rank's entry equal to its input length " + std::to_string(in.count) +
-                     " and out should hold their sum; got " + std::to_string(counts.size()) + " counts summing to " +
-                     std::to_string(total) + " and out of " + std::to_string(out.count) + " elements");
+  const int me = int(std::lower_bound(comm.ranks.begin(), comm.ranks.end(), info_.rank) - comm.ranks.begin());
+  const std::size_t total = core::check_all_gather_v_args(in, out, counts, comm.ranks.size(), me);
   if (total == 0) return Work{};
   const auto timeout = this->timeout();
   std::vector<std::size_t> elements(counts.begin(), counts.end());
@@ -323,12 +308,9 @@ Work GlooModel::all_gather_v(ConstBuffer in, Buffer out, std::span<const std::si
 }
 
 Work GlooModel::broadcast_impl(Buffer data, int src, const Group& group, bool blocking) {
-  check_host(data.device, "broadcast");
+  core::check_host_buffer("gloo", "broadcast", "data", data.device);
   Communicator& comm = communicator(group);
-  const auto it = std::lower_bound(comm.ranks.begin(), comm.ranks.end(), src);
-  if (it == comm.ranks.end() || *it != src)
-    throw ValueError("broadcast: src should be a rank of group " + comm.name + ", but given " + std::to_string(src));
-  const int root = int(it - comm.ranks.begin());
+  const int root = core::root_in_group(src, comm.ranks, group);
   if (data.count == 0) return Work{};
   const auto timeout = this->timeout();
   return issue(comm, "broadcast", blocking, [data, root, timeout, retained = retained_.get()](gloo::Context& ctx) {

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/collective_checks.hpp"
 #include "core/cuda_probe.hpp"
 #include "core/reduce_check.hpp"
 #include "idist/error.hpp"
@@ -21,18 +22,6 @@
 namespace idist::mpi_backend {
 
 namespace {
-
-void require_host(const Device& device, const char* fn, const char* arg) {
-  if (device.type != DeviceType::CPU) [[unlikely]]
-    throw ValueError(std::string(fn) + ": the mpi backend communicates host memory, but " + arg + " is on " +
-                     device.str() + "; expected a cpu buffer (copy it to the host first)");
-}
-
-void require_same_dtype(DType in, DType out, const char* fn) {
-  if (in != out)
-    throw ValueError(std::string(fn) + ": out has element type " + std::string(to_string(out)) + " but in has " +
-                     std::string(to_string(in)) + "; expected the same element type");
-}
 
 std::byte* at(void* base, std::size_t elements, std::size_t esize) {
   return static_cast<std::byte*>(base) + elements * esize;
@@ -187,7 +176,7 @@ const char* NativeMPIModel::group_label(const Group& group) {
 
 NativeMPIModel::ReduceCall NativeMPIModel::prepare_all_reduce(const Buffer& data, ReduceOp op, const Group& group) {
   health_->check("all_reduce", rank_);
-  require_host(data.device, "all_reduce", "data");
+  core::check_host_buffer("mpi", "all_reduce", "data", data.device);
   core::check_reduce_op(data.dtype, op);
   const MPI_Comm comm = member_comm(group, "all_reduce");
   return ReduceCall{comm, types_.datatype(data.dtype), types_.op(data.dtype, op)};
@@ -228,14 +217,10 @@ Work NativeMPIModel::all_reduce(Buffer data, ReduceOp op, const Group& group) {
 
 MPI_Comm NativeMPIModel::prepare_all_gather(const ConstBuffer& in, const Buffer& out, const Group& group) {
   health_->check("all_gather", rank_);
-  require_host(in.device, "all_gather", "in");
-  require_host(out.device, "all_gather", "out");
-  require_same_dtype(in.dtype, out.dtype, "all_gather");
+  core::check_host_buffer("mpi", "all_gather", "in", in.device);
+  core::check_host_buffer("mpi", "all_gather", "out", out.device);
   const MPI_Comm comm = member_comm(group, "all_gather");
-  const std::size_t n = std::size_t(group_size(group));
-  if (out.count != in.count * n)
-    throw ValueError("all_gather: out has " + std::to_string(out.count) + " elements, expected in.count * group size = " +
-                     std::to_string(in.count) + " * " + std::to_string(n));
+  core::check_all_gather_args(in, out, std::size_t(group_size(group)));
   return comm;
 }
 
@@ -258,22 +243,12 @@ Work NativeMPIModel::all_gather(ConstBuffer in, Buffer out, const Group& group) 
 
 Work NativeMPIModel::all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, const Group& group) {
   health_->check("all_gather", rank_);
-  require_host(in.device, "all_gather", "in");
-  require_host(out.device, "all_gather", "out");
-  require_same_dtype(in.dtype, out.dtype, "all_gather");
+  core::check_host_buffer("mpi", "all_gather", "in", in.device);
+  core::check_host_buffer("mpi", "all_gather", "out", out.device);
   const MPI_Comm comm = member_comm(group, "all_gather");
   const std::size_t n = std::size_t(group_size(group));
   const int me = *group_rank(group);
-  if (counts.size() != n)
-    throw ValueError("all_gather: counts has " + std::to_string(counts.size()) + " entries, expected one per rank of the group (" +
-                     std::to_string(n) + ")");
-  if (counts[std::size_t(me)] != in.count)
-    throw ValueError("all_gather: counts[" + std::to_string(me) + "] is " + std::to_string(counts[std::size_t(me)]) +
-                     " but this rank contributes in.count = " + std::to_string(in.count) + " elements");
-  const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
-  if (out.count != total)
-    throw ValueError("all_gather: out has " + std::to_string(out.count) + " elements, expected sum(counts) = " +
-                     std::to_string(total));
+  const std::size_t total = core::check_all_gather_v_args(in, out, counts, n, me);
   // MPI-3 counts and displacements are ints: beyond that range, fall back to one broadcast per rank.
   if (total - counts.back() > max_count_ || *std::max_element(counts.begin(), counts.end()) > max_count_)
     return all_gather_by_broadcasts(in, out, counts, me, comm, "all_gather");
@@ -320,20 +295,14 @@ Work NativeMPIModel::all_gather_by_broadcasts(ConstBuffer in, Buffer out, std::s
 
 std::pair<MPI_Comm, int> NativeMPIModel::prepare_broadcast(const Buffer& data, int src, const Group& group) {
   health_->check("broadcast", rank_);
-  require_host(data.device, "broadcast", "data");
+  core::check_host_buffer("mpi", "broadcast", "data", data.device);
   int root = src;
   MPI_Comm comm = world_;
   if (!group.is_world()) {
     comm = member_comm(group, "broadcast");
-    const std::vector<int>& ranks = group_comm(group).ranks;
-    const auto pos = std::lower_bound(ranks.begin(), ranks.end(), src);
-    if (pos == ranks.end() || *pos != src)
-      throw ValueError("broadcast: src " + std::to_string(src) + " is not a member of group " + group.str() +
-                       "; expected one of its ranks");
-    root = int(pos - ranks.begin());
-  } else if (src < 0 || src >= size_) {
-    throw ValueError("broadcast: src should be a rank in [0, " + std::to_string(size_) + "), but given " +
-                     std::to_string(src));
+    root = core::root_in_group(src, group_comm(group).ranks, group);
+  } else {
+    core::check_world_root(src, size_);
   }
   return {comm, root};
 }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/backend_factories.hpp"
+#include "core/collective_checks.hpp"
 #include "idist/error.hpp"
 #include "nccl/cuda_error.hpp"
 #include "nccl/host_reduce.hpp"
@@ -203,7 +204,7 @@ Work NCCLModel::all_reduce(Buffer data, ReduceOp op, const Group& group) {
 }
 
 Work NCCLModel::all_gather(ConstBuffer in, Buffer out, const Group& group) {
-  check_all_gather_args(in, out, group_size(group));
+  core::check_all_gather_args(in, out, std::size_t(group_size(group)));
   in.device = placement("all_gather", "in", in.data, in.bytes(), in.device);
   out.device = placement("all_gather", "out", out.data, out.bytes(), out.device);
   std::shared_ptr<Communicator> comm = comm_for(group, "all_gather");
@@ -218,7 +219,7 @@ Work NCCLModel::all_gather(ConstBuffer in, Buffer out, const Group& group) {
 
 Work NCCLModel::all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, const Group& group) {
   const std::optional<int> me = group_rank(group);
-  check_all_gather_v_args(in, out, counts, group_size(group), me.value_or(-1));
+  core::check_all_gather_v_args(in, out, counts, std::size_t(group_size(group)), me.value_or(-1));
   in.device = placement("all_gather", "in", in.data, in.bytes(), in.device);
   out.device = placement("all_gather", "out", out.data, out.bytes(), out.device);
   std::shared_ptr<Communicator> comm = comm_for(group, "all_gather");
@@ -248,7 +249,7 @@ Work NCCLModel::all_gather_v(ConstBuffer in, Buffer out, std::span<const std::si
 
 Work NCCLModel::broadcast(Buffer data, int src, const Group& group) {
   const std::vector<int> ranks = normalize_group(group);
-  const int root = root_in_group(src, ranks, group);
+  const int root = core::root_in_group(src, ranks, group);
   data.device = placement("broadcast", "data", data.data, data.bytes(), data.device);
   std::shared_ptr<Communicator> comm = comm_for(group, "broadcast");
   if (data.count == 0) return Work{};

@@ -163,4 +163,33 @@ TEST(SerialCollectives, BadGroupsAreValueErrors) {
   EXPECT_THROW(idist::barrier(idist::Group{2}), idist::ValueError);
 }
 
+
+// The serial model itself (what the free functions dispatch to) checks its arguments as every
+// backend does: an out of the wrong size or type is refused before anything is copied.
+TEST(SerialModel, CollectivesCheckTheirArgumentsLikeEveryBackend) {
+  idist::ComputationModel& m = idist::current_model();
+  std::vector<float> in = {1, 2, 3, 4};
+  std::vector<float> small(3, -1.0f), right(4, -1.0f);
+  std::vector<double> wide(4, -1.0);
+  const idist::ConstBuffer cin{in.data(), 4, idist::DType::Float32};
+  EXPECT_THROW(m.all_gather(cin, idist::Buffer{small.data(), 3, idist::DType::Float32}, idist::Group{}),
+               idist::ValueError);
+  EXPECT_EQ(small, std::vector<float>(3, -1.0f)) << "nothing may be written into a too small out";
+  EXPECT_THROW(m.all_gather(cin, idist::Buffer{wide.data(), 4, idist::DType::Float64}, idist::Group{}),
+               idist::ValueError);
+  m.all_gather(cin, idist::Buffer{right.data(), 4, idist::DType::Float32}, idist::Group{}).wait();
+  EXPECT_EQ(right, in);
+
+  const std::vector<std::size_t> counts = {4}, wrong = {3};
+  EXPECT_THROW(m.all_gather_v(cin, idist::Buffer{right.data(), 4, idist::DType::Float32}, wrong, idist::Group{}),
+               idist::ValueError);
+  EXPECT_THROW(m.all_gather_v(cin, idist::Buffer{small.data(), 3, idist::DType::Float32}, counts, idist::Group{}),
+               idist::ValueError);
+  EXPECT_NO_THROW(m.all_gather_v(cin, idist::Buffer{right.data(), 4, idist::DType::Float32}, counts, idist::Group{}));
+
+  std::vector<float> data = {5};
+  EXPECT_THROW(m.broadcast(idist::Buffer{data.data(), 1, idist::DType::Float32}, 1, idist::Group{}), idist::ValueError);
+  EXPECT_NO_THROW(m.broadcast(idist::Buffer{data.data(), 1, idist::DType::Float32}, 0, idist::Group{}));
+}
+
 }  // namespace
