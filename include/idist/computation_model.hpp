@@ -27,10 +27,11 @@ class Store;  // src/store/store.hpp: internal to libidist
 /// One distributed configuration: serial, mpi, gloo or nccl.
 ///
 /// Collectives are non-blocking and return a Work; each also has a blocking form whose default
-/// waits on that Work. Buffers passed to collectives live on device() and must stay valid until the Work
-/// completes. `group` has been checked to contain this rank before a collective is called (see
-/// group_rank()); `src` is always a world rank. Every collective has a default that throws
-/// `BackendError("backend X does not support Y")`, so a partial backend overrides what it has.
+/// waits on that Work. Buffers passed to collectives live on buffer_device() and must stay valid
+/// until the Work completes. `group` has been checked to contain this rank before a collective is
+/// called (see group_rank()); `src` is always a world rank. The public collectives are a template
+/// method: they check their arguments once for every backend, then call the backend's protected
+/// do_* function, whose default throws `BackendError("the X backend does not support Y")`.
 class ComputationModel {
  public:
   virtual ~ComputationModel() = default;
@@ -89,33 +90,52 @@ class ComputationModel {
   /// Number of ranks in `group`.
   int group_size(const Group& group) const { return group.is_world() ? world_size() : int(group.ranks().size()); }
 
+  /// Where spans given to the collectives must live: the host (Device{}) for serial, mpi and gloo;
+  /// the rank's CUDA device for nccl (which also accepts host memory and stages it). The LibTorch
+  /// layer places its buffers by it.
+  virtual Device buffer_device() const { return Device{}; }
+
+  // The collectives. Each is one front door for every backend: the arguments are checked here, the
+  // same way and in the same words on every backend (src/core/collective_checks.hpp), and only then
+  // does the backend run it (the protected do_* functions below).
+
   /// In-place reduction of `data` (count elements) with `op` over `group`.
-  virtual Work all_reduce(Buffer data, ReduceOp op, const Group& group);
+  /// @throws ValueError when `op` cannot be applied to data.dtype (And / Or on floating types) or
+  ///         data lives where the backend cannot read it (see buffer_device()).
+  Work all_reduce(Buffer data, ReduceOp op, const Group& group);
   /// Gathers `in` (same count on every rank) into `out` (count * group size elements), rank order.
-  virtual Work all_gather(ConstBuffer in, Buffer out, const Group& group);
+  /// @throws ValueError when out's dtype differs from in's, out.count != in.count * group size, or
+  ///         a buffer lives where the backend cannot read it.
+  Work all_gather(ConstBuffer in, Buffer out, const Group& group);
   /// Gathers `in` whose length differs by rank: `counts[i]` elements come from group rank i into
   /// `out` (sum(counts) elements), rank order. `counts` is known to every rank.
-  virtual Work all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, const Group& group);
+  /// @throws ValueError when this rank is not in `group`, counts has not one entry per group rank,
+  ///         counts[group rank] != in.count, out.count != sum(counts), the dtypes differ, or a buffer
+  ///         lives where the backend cannot read it.
+  Work all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, const Group& group);
   /// Copies `data` of world rank `src` to every rank of `group` (same count everywhere).
-  virtual Work broadcast(Buffer data, int src, const Group& group);
+  /// @throws ValueError when `src` is not a rank of `group` (of the world for the world group), or
+  ///         data lives where the backend cannot read it.
+  Work broadcast(Buffer data, int src, const Group& group);
   /// Completes once every rank of `group` has entered it.
-  virtual Work barrier(const Group& group);
+  Work barrier(const Group& group);
 
-  /// Blocking forms of the collectives above, used by idist's blocking free functions. The
-  /// default issues the non-blocking call and waits up to timeout() (then TimeoutError). A backend
-  /// overrides them when its own blocking call is faster: the mpi backend does so by default
-  /// (InitOptions::mpi_blocking_collectives), keeping the timeout with a watchdog that aborts.
-  /// Same arguments, checks and errors as the non-blocking forms.
-  virtual void all_reduce_blocking(Buffer data, ReduceOp op, const Group& group);
+  /// Blocking forms of the collectives above, used by idist's blocking free functions: the same
+  /// checks, then the backend's blocking call. Its default issues the non-blocking call and waits up
+  /// to timeout() (then TimeoutError). A backend overrides it when its own blocking call is faster:
+  /// the mpi backend does so by default (InitOptions::mpi_blocking_collectives), keeping the timeout
+  /// with a watchdog that aborts.
+  void all_reduce_blocking(Buffer data, ReduceOp op, const Group& group);
   /// Blocking all_gather (see all_reduce_blocking()).
-  virtual void all_gather_blocking(ConstBuffer in, Buffer out, const Group& group);
+  void all_gather_blocking(ConstBuffer in, Buffer out, const Group& group);
   /// Blocking broadcast (see all_reduce_blocking()).
-  virtual void broadcast_blocking(Buffer data, int src, const Group& group);
+  void broadcast_blocking(Buffer data, int src, const Group& group);
   /// Blocking barrier (see all_reduce_blocking()).
-  virtual void barrier_blocking(const Group& group);
-  /// torch.distributed.monitored_barrier over `group` (see idist::monitored_barrier()). The default
-  /// returns at once for a one-rank group and otherwise throws BackendError (unsupported).
-  virtual void monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks);
+  void barrier_blocking(const Group& group);
+  /// torch.distributed.monitored_barrier over `group` (see idist::monitored_barrier()): returns at
+  /// once for a one-rank group; otherwise the backend's, whose default throws BackendError
+  /// (unsupported).
+  void monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks);
 
  protected:
   /// @param timeout bound on rendezvous and on every collective (InitOptions::timeout).
@@ -125,6 +145,35 @@ class ComputationModel {
   std::vector<int> normalize_group(const Group& group) const;
   /// Throws BackendError("the <backend> backend does not support <what>").
   [[noreturn]] void unsupported(std::string_view what) const;
+
+  /// Checks that a buffer given to collective `op` as argument `arg` lives on `device` where this
+  /// backend can read it. The default accepts host memory only (mpi, gloo).
+  /// @throws ValueError naming the backend, `op`, `arg` and the device.
+  virtual void check_buffer(std::string_view op, std::string_view arg, const Device& device) const;
+
+  // What each backend implements: the collectives with their arguments already checked. Every
+  // default throws unsupported(), so a partial backend overrides what it has.
+  /// all_reduce, checked.
+  virtual Work do_all_reduce(Buffer data, ReduceOp op, const Group& group);
+  /// all_gather, checked.
+  virtual Work do_all_gather(ConstBuffer in, Buffer out, const Group& group);
+  /// all_gather_v, checked; `group_rank` is this rank's position in `group`.
+  virtual Work do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, int group_rank,
+                               const Group& group);
+  /// broadcast, checked; `root` is the position of world rank `src` in `group`.
+  virtual Work do_broadcast(Buffer data, int src, int root, const Group& group);
+  /// barrier.
+  virtual Work do_barrier(const Group& group);
+  /// Blocking all_reduce, checked; default do_all_reduce(...).wait().
+  virtual void do_all_reduce_blocking(Buffer data, ReduceOp op, const Group& group);
+  /// Blocking all_gather, checked; default do_all_gather(...).wait().
+  virtual void do_all_gather_blocking(ConstBuffer in, Buffer out, const Group& group);
+  /// Blocking broadcast, checked; default do_broadcast(...).wait().
+  virtual void do_broadcast_blocking(Buffer data, int src, int root, const Group& group);
+  /// Blocking barrier; default do_barrier(...).wait().
+  virtual void do_barrier_blocking(const Group& group);
+  /// monitored_barrier over a group of two or more ranks; default unsupported().
+  virtual void do_monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks);
 
  private:
   std::chrono::milliseconds timeout_;

@@ -8,10 +8,7 @@ namespace idist {
 
 namespace detail {
 
-Device span_device(const ComputationModel& model) {
-  // nccl communicates device memory only; every other backend reads host memory.
-  return model.backend() == std::optional<std::string>("nccl") ? model.device() : Device{};
-}
+Device span_device(const ComputationModel& model) { return model.buffer_device(); }
 
 void check_src(const ComputationModel& model, int src, std::string_view fn) {
   const int n = model.world_size();

@@ -1,9 +1,12 @@
-// Defaults shared by every ComputationModel: group validation and "not supported" collectives.
+// The ComputationModel front door (argument checks shared by every backend, then the backend's
+// do_* function) and the defaults: group validation, "not supported" collectives.
 #include "idist/computation_model.hpp"
 
 #include <algorithm>
 #include <string>
 
+#include "core/collective_checks.hpp"
+#include "core/reduce_check.hpp"
 #include "idist/error.hpp"
 
 namespace idist {
@@ -34,26 +37,101 @@ void ComputationModel::unsupported(std::string_view what) const {
   throw BackendError("the " + backend().value_or("serial") + " backend does not support " + std::string(what));
 }
 
-Work ComputationModel::all_reduce(Buffer, ReduceOp, const Group&) { unsupported("all_reduce"); }
-Work ComputationModel::all_gather(ConstBuffer, Buffer, const Group&) { unsupported("all_gather"); }
-Work ComputationModel::all_gather_v(ConstBuffer, Buffer, std::span<const std::size_t>, const Group&) {
-  unsupported("all_gather with different lengths");
+void ComputationModel::check_buffer(std::string_view op, std::string_view arg, const Device& device) const {
+  core::check_host_buffer(backend().value_or("serial"), op, arg, device);
 }
-Work ComputationModel::broadcast(Buffer, int, const Group&) { unsupported("broadcast"); }
-Work ComputationModel::barrier(const Group&) { unsupported("barrier"); }
+
+// The front door: checks, then the backend.
+
+Work ComputationModel::all_reduce(Buffer data, ReduceOp op, const Group& group) {
+  check_buffer("all_reduce", "data", data.device);
+  core::check_reduce_op(data.dtype, op);
+  return do_all_reduce(data, op, group);
+}
+
+Work ComputationModel::all_gather(ConstBuffer in, Buffer out, const Group& group) {
+  check_buffer("all_gather", "in", in.device);
+  check_buffer("all_gather", "out", out.device);
+  core::check_all_gather_args(in, out, std::size_t(group_size(group)));
+  return do_all_gather(in, out, group);
+}
+
+Work ComputationModel::all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts,
+                                    const Group& group) {
+  check_buffer("all_gather", "in", in.device);
+  check_buffer("all_gather", "out", out.device);
+  const std::optional<int> me = group_rank(group);
+  if (!me) core::throw_not_member("all_gather", rank(), group);
+  core::check_all_gather_v_args(in, out, counts, std::size_t(group_size(group)), *me);
+  return do_all_gather_v(in, out, counts, *me, group);
+}
+
+namespace {
+// The position of world rank `src` in `group` (src itself for the world).
+int broadcast_root(const ComputationModel& m, int src, const Group& group, const std::vector<int>& members) {
+  if (group.is_world()) {
+    core::check_world_root(src, m.world_size());
+    return src;
+  }
+  return core::root_in_group(src, members, group);
+}
+}  // namespace
+
+Work ComputationModel::broadcast(Buffer data, int src, const Group& group) {
+  check_buffer("broadcast", "data", data.device);
+  const int root = broadcast_root(*this, src, group, group.is_world() ? std::vector<int>{} : normalize_group(group));
+  return do_broadcast(data, src, root, group);
+}
+
+Work ComputationModel::barrier(const Group& group) { return do_barrier(group); }
 
 void ComputationModel::all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) {
-  all_reduce(data, op, group).wait();
+  check_buffer("all_reduce", "data", data.device);
+  core::check_reduce_op(data.dtype, op);
+  do_all_reduce_blocking(data, op, group);
 }
+
 void ComputationModel::all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) {
-  all_gather(in, out, group).wait();
+  check_buffer("all_gather", "in", in.device);
+  check_buffer("all_gather", "out", out.device);
+  core::check_all_gather_args(in, out, std::size_t(group_size(group)));
+  do_all_gather_blocking(in, out, group);
 }
+
 void ComputationModel::broadcast_blocking(Buffer data, int src, const Group& group) {
-  broadcast(data, src, group).wait();
+  check_buffer("broadcast", "data", data.device);
+  const int root = broadcast_root(*this, src, group, group.is_world() ? std::vector<int>{} : normalize_group(group));
+  do_broadcast_blocking(data, src, root, group);
 }
-void ComputationModel::barrier_blocking(const Group& group) { barrier(group).wait(); }
-void ComputationModel::monitored_barrier(const Group& group, std::chrono::milliseconds, bool) {
-  if (group_size(group) > 1) unsupported("monitored_barrier");
+
+void ComputationModel::barrier_blocking(const Group& group) { do_barrier_blocking(group); }
+
+void ComputationModel::monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) {
+  if (normalize_group(group).size() > 1) do_monitored_barrier(group, timeout, wait_all_ranks);
+}
+
+// The backend's side: unsupported unless overridden; blocking forms wait on the non-blocking ones.
+
+Work ComputationModel::do_all_reduce(Buffer, ReduceOp, const Group&) { unsupported("all_reduce"); }
+Work ComputationModel::do_all_gather(ConstBuffer, Buffer, const Group&) { unsupported("all_gather"); }
+Work ComputationModel::do_all_gather_v(ConstBuffer, Buffer, std::span<const std::size_t>, int, const Group&) {
+  unsupported("all_gather with different lengths");
+}
+Work ComputationModel::do_broadcast(Buffer, int, int, const Group&) { unsupported("broadcast"); }
+Work ComputationModel::do_barrier(const Group&) { unsupported("barrier"); }
+
+void ComputationModel::do_all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) {
+  do_all_reduce(data, op, group).wait();
+}
+void ComputationModel::do_all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) {
+  do_all_gather(in, out, group).wait();
+}
+void ComputationModel::do_broadcast_blocking(Buffer data, int src, int root, const Group& group) {
+  do_broadcast(data, src, root, group).wait();
+}
+void ComputationModel::do_barrier_blocking(const Group& group) { do_barrier(group).wait(); }
+void ComputationModel::do_monitored_barrier(const Group&, std::chrono::milliseconds, bool) {
+  unsupported("monitored_barrier");
 }
 
 }  // namespace idist

@@ -19,7 +19,6 @@
 #include <fmt/format.h>
 
 #include "core/backend_factories.hpp"
-#include "core/collective_checks.hpp"
 #include "core/cuda_probe.hpp"
 #include "gloo/call_tag.hpp"
 #include "gloo/gloo_store.hpp"
@@ -216,31 +215,32 @@ Work GlooModel::issue(Communicator& comm, const char* op, bool blocking, Run run
   return Work{};
 }
 
-Work GlooModel::all_reduce(Buffer data, ReduceOp op, const Group& group) {
+Work GlooModel::do_all_reduce(Buffer data, ReduceOp op, const Group& group) {
   return all_reduce_impl(data, op, group, false);
 }
-void GlooModel::all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) {
+void GlooModel::do_all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) {
   all_reduce_impl(data, op, group, true);
 }
-Work GlooModel::all_gather(ConstBuffer in, Buffer out, const Group& group) {
+Work GlooModel::do_all_gather(ConstBuffer in, Buffer out, const Group& group) {
   return all_gather_impl(in, out, group, false);
 }
-void GlooModel::all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) {
+void GlooModel::do_all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) {
   all_gather_impl(in, out, group, true);
 }
-Work GlooModel::broadcast(Buffer data, int src, const Group& group) { return broadcast_impl(data, src, group, false); }
-void GlooModel::broadcast_blocking(Buffer data, int src, const Group& group) {
-  broadcast_impl(data, src, group, true);
+Work GlooModel::do_broadcast(Buffer data, int, int root, const Group& group) {
+  return broadcast_impl(data, root, group, false);
 }
-Work GlooModel::barrier(const Group& group) { return barrier_impl(group, false); }
-void GlooModel::barrier_blocking(const Group& group) { barrier_impl(group, true); }
+void GlooModel::do_broadcast_blocking(Buffer data, int, int root, const Group& group) {
+  broadcast_impl(data, root, group, true);
+}
+Work GlooModel::do_barrier(const Group& group) { return barrier_impl(group, false); }
+void GlooModel::do_barrier_blocking(const Group& group) { barrier_impl(group, true); }
 
 // gloo's option classes take a shared_ptr to the context; the lane owns the context for as long as
 // it runs operations, so a non-owning alias avoids a reference count per operation.
 static std::shared_ptr<gloo::Context> borrow(gloo::Context& ctx) { return {std::shared_ptr<void>(), &ctx}; }
 
 Work GlooModel::all_reduce_impl(Buffer data, ReduceOp op, const Group& group, bool blocking) {
-  core::check_host_buffer("gloo", "all_reduce", "data", data.device);
   const ReduceFn fn = reduce_function(data.dtype, op);  // ValueError for And / Or on floats
   Communicator& comm = communicator(group);
   if (data.count == 0) return Work{};
@@ -263,10 +263,7 @@ Work GlooModel::all_reduce_impl(Buffer data, ReduceOp op, const Group& group, bo
 }
 
 Work GlooModel::all_gather_impl(ConstBuffer in, Buffer out, const Group& group, bool blocking) {
-  core::check_host_buffer("gloo", "all_gather", "in", in.device);
-  core::check_host_buffer("gloo", "all_gather", "out", out.device);
   Communicator& comm = communicator(group);
-  core::check_all_gather_args(in, out, comm.ranks.size());
   if (in.count == 0) return Work{};
   const auto timeout = this->timeout();
   return issue(comm, "all_gather", blocking, [in, out, timeout, retained = retained_.get()](gloo::Context& ctx) {
@@ -283,12 +280,10 @@ Work GlooModel::all_gather_impl(ConstBuffer in, Buffer out, const Group& group, 
   });
 }
 
-Work GlooModel::all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, const Group& group) {
-  core::check_host_buffer("gloo", "all_gather", "in", in.device);
-  core::check_host_buffer("gloo", "all_gather", "out", out.device);
+Work GlooModel::do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, int,
+                                const Group& group) {
   Communicator& comm = communicator(group);
-  const int me = int(std::lower_bound(comm.ranks.begin(), comm.ranks.end(), info_.rank) - comm.ranks.begin());
-  const std::size_t total = core::check_all_gather_v_args(in, out, counts, comm.ranks.size(), me);
+  const std::size_t total = out.count;  // sum(counts), checked by the front door
   if (total == 0) return Work{};
   const auto timeout = this->timeout();
   std::vector<std::size_t> elements(counts.begin(), counts.end());
@@ -307,10 +302,8 @@ Work GlooModel::all_gather_v(ConstBuffer in, Buffer out, std::span<const std::si
   });
 }
 
-Work GlooModel::broadcast_impl(Buffer data, int src, const Group& group, bool blocking) {
-  core::check_host_buffer("gloo", "broadcast", "data", data.device);
+Work GlooModel::broadcast_impl(Buffer data, int root, const Group& group, bool blocking) {
   Communicator& comm = communicator(group);
-  const int root = core::root_in_group(src, comm.ranks, group);
   if (data.count == 0) return Work{};
   const auto timeout = this->timeout();
   return issue(comm, "broadcast", blocking, [data, root, timeout, retained = retained_.get()](gloo::Context& ctx) {
@@ -338,9 +331,8 @@ Work GlooModel::barrier_impl(const Group& group, bool blocking) {
   });
 }
 
-void GlooModel::monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) {
+void GlooModel::do_monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) {
   Communicator& comm = communicator(group);
-  if (comm.ranks.size() == 1) return;
   const std::uint64_t n = comm.monitored_barriers.fetch_add(1);
   store::store_monitored_barrier(*store_, fmt::format("idist/monitored_barrier/{}/{}", comm.name, n), comm.ranks,
                                  info_.rank, timeout, wait_all_ranks);

@@ -91,20 +91,24 @@ class GlooModel final : public ComputationModel {
   void finalize() override;
 
   std::optional<int> group_rank(const Group& group) override;
-  Work all_reduce(Buffer data, ReduceOp op, const Group& group) override;
-  Work all_gather(ConstBuffer in, Buffer out, const Group& group) override;
-  Work all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, const Group& group) override;
-  Work broadcast(Buffer data, int src, const Group& group) override;
-  Work barrier(const Group& group) override;
+  store::Store* rendezvous_store() override { return store_.get(); }
+
+ protected:
+  // The collectives, their arguments checked by ComputationModel's front door.
+  Work do_all_reduce(Buffer data, ReduceOp op, const Group& group) override;
+  Work do_all_gather(ConstBuffer in, Buffer out, const Group& group) override;
+  Work do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, int group_rank,
+                       const Group& group) override;
+  Work do_broadcast(Buffer data, int src, int root, const Group& group) override;
+  Work do_barrier(const Group& group) override;
   /// The blocking forms run the gloo algorithm on the calling thread when the group's lane is idle
   /// (OpLane::run_if_idle), else queue it behind the lane's operations and wait.
-  void all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) override;
-  void all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) override;
-  void broadcast_blocking(Buffer data, int src, const Group& group) override;
-  void barrier_blocking(const Group& group) override;
+  void do_all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) override;
+  void do_all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) override;
+  void do_broadcast_blocking(Buffer data, int src, int root, const Group& group) override;
+  void do_barrier_blocking(const Group& group) override;
   /// Through the store (store_monitored_barrier), keys "idist/monitored_barrier/<group>/<n>".
-  void monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) override;
-  store::Store* rendezvous_store() override { return store_.get(); }
+  void do_monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) override;
 
  private:
   /// The communicator of `group` (this rank is a member: group_rank() was checked by the caller).
@@ -120,7 +124,7 @@ class GlooModel final : public ComputationModel {
   // The collectives, shared by the non-blocking and blocking forms.
   Work all_reduce_impl(Buffer data, ReduceOp op, const Group& group, bool blocking);
   Work all_gather_impl(ConstBuffer in, Buffer out, const Group& group, bool blocking);
-  Work broadcast_impl(Buffer data, int src, const Group& group, bool blocking);
+  Work broadcast_impl(Buffer data, int root, const Group& group, bool blocking);
   Work barrier_impl(const Group& group, bool blocking);
   /// Runs `run` on `comm`'s context; gloo failures become TimeoutError / BackendError.
   /// `peers` names the lost peers in the message of the communicator's first failure.

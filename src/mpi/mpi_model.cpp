@@ -12,7 +12,6 @@
 #include <thread>
 #include <vector>
 
-#include "core/collective_checks.hpp"
 #include "core/cuda_probe.hpp"
 #include "core/reduce_check.hpp"
 #include "idist/error.hpp"
@@ -141,9 +140,8 @@ MPI_Comm NativeMPIModel::member_comm(const Group& group, const char* fn) {
   return g.comm;
 }
 
-void NativeMPIModel::monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) {
+void NativeMPIModel::do_monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) {
   std::vector<int> members = normalize_group(group);
-  if (members.size() == 1) return;
   const MPI_Comm comm = member_comm(group, "monitored_barrier");
   const int comm_rank = int(std::lower_bound(members.begin(), members.end(), rank_) - members.begin());
   std::uint64_t generation = 0;
@@ -176,13 +174,11 @@ const char* NativeMPIModel::group_label(const Group& group) {
 
 NativeMPIModel::ReduceCall NativeMPIModel::prepare_all_reduce(const Buffer& data, ReduceOp op, const Group& group) {
   health_->check("all_reduce", rank_);
-  core::check_host_buffer("mpi", "all_reduce", "data", data.device);
-  core::check_reduce_op(data.dtype, op);
   const MPI_Comm comm = member_comm(group, "all_reduce");
   return ReduceCall{comm, types_.datatype(data.dtype), types_.op(data.dtype, op)};
 }
 
-Work NativeMPIModel::all_reduce(Buffer data, ReduceOp op, const Group& group) {
+Work NativeMPIModel::do_all_reduce(Buffer data, ReduceOp op, const Group& group) {
   const auto [comm, type, mpi_op] = prepare_all_reduce(data, op, group);
   // With the progress thread, large all-reduces go out as several chunks in flight at once: for
   // fewer than 4 ranks libnbc reduces to rank 0 and then broadcasts, one link direction after the
@@ -215,17 +211,13 @@ Work NativeMPIModel::all_reduce(Buffer data, ReduceOp op, const Group& group) {
   return make_work(std::move(requests), {}, "MPI_Iallreduce", "all_reduce");
 }
 
-MPI_Comm NativeMPIModel::prepare_all_gather(const ConstBuffer& in, const Buffer& out, const Group& group) {
+MPI_Comm NativeMPIModel::prepare_all_gather(const Group& group) {
   health_->check("all_gather", rank_);
-  core::check_host_buffer("mpi", "all_gather", "in", in.device);
-  core::check_host_buffer("mpi", "all_gather", "out", out.device);
-  const MPI_Comm comm = member_comm(group, "all_gather");
-  core::check_all_gather_args(in, out, std::size_t(group_size(group)));
-  return comm;
+  return member_comm(group, "all_gather");
 }
 
-Work NativeMPIModel::all_gather(ConstBuffer in, Buffer out, const Group& group) {
-  const MPI_Comm comm = prepare_all_gather(in, out, group);
+Work NativeMPIModel::do_all_gather(ConstBuffer in, Buffer out, const Group& group) {
+  const MPI_Comm comm = prepare_all_gather(group);
   if (in.count > max_count_) {
     const std::vector<std::size_t> counts(std::size_t(group_size(group)), in.count);
     return all_gather_by_broadcasts(in, out, counts, *group_rank(group), comm, "all_gather");
@@ -241,14 +233,11 @@ Work NativeMPIModel::all_gather(ConstBuffer in, Buffer out, const Group& group) 
   return make_work(request, "MPI_Iallgather", "all_gather");
 }
 
-Work NativeMPIModel::all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, const Group& group) {
-  health_->check("all_gather", rank_);
-  core::check_host_buffer("mpi", "all_gather", "in", in.device);
-  core::check_host_buffer("mpi", "all_gather", "out", out.device);
-  const MPI_Comm comm = member_comm(group, "all_gather");
-  const std::size_t n = std::size_t(group_size(group));
-  const int me = *group_rank(group);
-  const std::size_t total = core::check_all_gather_v_args(in, out, counts, n, me);
+Work NativeMPIModel::do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, int me,
+                                     const Group& group) {
+  const MPI_Comm comm = prepare_all_gather(group);
+  const std::size_t n = counts.size();
+  const std::size_t total = out.count;  // sum(counts), checked by the front door
   // MPI-3 counts and displacements are ints: beyond that range, fall back to one broadcast per rank.
   if (total - counts.back() > max_count_ || *std::max_element(counts.begin(), counts.end()) > max_count_)
     return all_gather_by_broadcasts(in, out, counts, me, comm, "all_gather");
@@ -293,22 +282,13 @@ Work NativeMPIModel::all_gather_by_broadcasts(ConstBuffer in, Buffer out, std::s
   return make_work(std::move(requests), {}, "MPI_Ibcast", op);
 }
 
-std::pair<MPI_Comm, int> NativeMPIModel::prepare_broadcast(const Buffer& data, int src, const Group& group) {
+MPI_Comm NativeMPIModel::prepare_broadcast(const Group& group) {
   health_->check("broadcast", rank_);
-  core::check_host_buffer("mpi", "broadcast", "data", data.device);
-  int root = src;
-  MPI_Comm comm = world_;
-  if (!group.is_world()) {
-    comm = member_comm(group, "broadcast");
-    root = core::root_in_group(src, group_comm(group).ranks, group);
-  } else {
-    core::check_world_root(src, size_);
-  }
-  return {comm, root};
+  return member_comm(group, "broadcast");
 }
 
-Work NativeMPIModel::broadcast(Buffer data, int src, const Group& group) {
-  const auto [comm, root] = prepare_broadcast(data, src, group);
+Work NativeMPIModel::do_broadcast(Buffer data, int, int root, const Group& group) {
+  const MPI_Comm comm = prepare_broadcast(group);
   const MPI_Datatype type = types_.datatype(data.dtype);
   if (data.count <= max_count_) [[likely]] {
     MPI_Request request;
@@ -332,7 +312,7 @@ Work NativeMPIModel::broadcast(Buffer data, int src, const Group& group) {
   return make_work(std::move(requests), {}, "MPI_Ibcast", "broadcast");
 }
 
-Work NativeMPIModel::barrier(const Group& group) {
+Work NativeMPIModel::do_barrier(const Group& group) {
   health_->check("barrier", rank_);
   const MPI_Comm comm = member_comm(group, "barrier");
   MPI_Request request;
@@ -362,45 +342,45 @@ bool NativeMPIModel::run_watched(const char* op, const Group& group, const char*
   return true;
 }
 
-void NativeMPIModel::all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) {
+void NativeMPIModel::do_all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) {
   if (watchdog_ && data.count <= max_count_) {
     const auto [comm, type, mpi_op] = prepare_all_reduce(data, op, group);
     if (run_watched("all_reduce", group, "MPI_Allreduce",
                     [&] { return MPI_Allreduce(MPI_IN_PLACE, data.data, int(data.count), type, mpi_op, comm); }))
       return;
   }
-  ComputationModel::all_reduce_blocking(data, op, group);
+  ComputationModel::do_all_reduce_blocking(data, op, group);
 }
 
-void NativeMPIModel::all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) {
+void NativeMPIModel::do_all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) {
   if (watchdog_ && in.count <= max_count_) {
-    const MPI_Comm comm = prepare_all_gather(in, out, group);
+    const MPI_Comm comm = prepare_all_gather(group);
     const MPI_Datatype type = types_.datatype(in.dtype);
     if (run_watched("all_gather", group, "MPI_Allgather", [&] {
           return MPI_Allgather(in.data, int(in.count), type, out.data, int(in.count), type, comm);
         }))
       return;
   }
-  ComputationModel::all_gather_blocking(in, out, group);
+  ComputationModel::do_all_gather_blocking(in, out, group);
 }
 
-void NativeMPIModel::broadcast_blocking(Buffer data, int src, const Group& group) {
+void NativeMPIModel::do_broadcast_blocking(Buffer data, int src, int root, const Group& group) {
   if (watchdog_ && data.count <= max_count_) {
-    const auto [comm, root] = prepare_broadcast(data, src, group);
+    const MPI_Comm comm = prepare_broadcast(group);
     const MPI_Datatype type = types_.datatype(data.dtype);
     if (run_watched("broadcast", group, "MPI_Bcast", [&] { return MPI_Bcast(data.data, int(data.count), type, root, comm); }))
       return;
   }
-  ComputationModel::broadcast_blocking(data, src, group);
+  ComputationModel::do_broadcast_blocking(data, src, root, group);
 }
 
-void NativeMPIModel::barrier_blocking(const Group& group) {
+void NativeMPIModel::do_barrier_blocking(const Group& group) {
   if (watchdog_) {
     health_->check("barrier", rank_);
     const MPI_Comm comm = member_comm(group, "barrier");
     if (run_watched("barrier", group, "MPI_Barrier", [&] { return MPI_Barrier(comm); })) return;
   }
-  ComputationModel::barrier_blocking(group);
+  ComputationModel::do_barrier_blocking(group);
 }
 
 }  // namespace idist::mpi_backend

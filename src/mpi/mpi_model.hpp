@@ -131,31 +131,6 @@ class NativeMPIModel final : public ComputationModel {
   /// @throws ValueError for a bad rank list; BackendError when MPI_Comm_split fails.
   std::optional<int> group_rank(const Group& group) override;
 
-  /// MPI_Iallreduce in place. @throws ValueError for a non-host buffer or an op the type cannot take.
-  Work all_reduce(Buffer data, ReduceOp op, const Group& group) override;
-  /// MPI_Iallgather. @throws ValueError for a non-host buffer, mismatched dtypes or an `out` whose
-  /// count is not in.count * group size.
-  Work all_gather(ConstBuffer in, Buffer out, const Group& group) override;
-  /// MPI_Iallgatherv with displacements from `counts`. @throws ValueError for a non-host buffer,
-  /// mismatched dtypes, `counts` not of group size, in.count != counts[group rank] or
-  /// out.count != sum(counts).
-  Work all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, const Group& group) override;
-  /// MPI_Ibcast from the group rank of world rank `src`. @throws ValueError for a non-host buffer or
-  /// a `src` outside the group.
-  Work broadcast(Buffer data, int src, const Group& group) override;
-  /// MPI_Ibarrier.
-  Work barrier(const Group& group) override;
-
-  /// MPI_Allreduce under the watchdog when blocking collectives are on, else the polled default.
-  void all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) override;
-  /// MPI_Allgather under the watchdog when blocking collectives are on, else the polled default.
-  void all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) override;
-  /// MPI_Bcast under the watchdog when blocking collectives are on, else the polled default.
-  void broadcast_blocking(Buffer data, int src, const Group& group) override;
-  /// MPI_Barrier under the watchdog when blocking collectives are on, else the polled default.
-  void barrier_blocking(const Group& group) override;
-  /// Point-to-point messages on the group's communicator (mpi_monitored_barrier).
-  void monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) override;
   /// Whether the blocking forms call MPI's blocking collectives.
   bool blocking_collectives() const noexcept { return watchdog_ != nullptr; }
   /// Whether non-blocking collectives are progressed by the background thread.
@@ -171,22 +146,46 @@ class NativeMPIModel final : public ComputationModel {
   /// on it to compare like with like). Valid until finalize().
   MPI_Comm world_comm() const noexcept { return world_; }
 
+ protected:
+  // The collectives, their arguments checked by ComputationModel's front door.
+  /// MPI_Iallreduce in place.
+  Work do_all_reduce(Buffer data, ReduceOp op, const Group& group) override;
+  /// MPI_Iallgather.
+  Work do_all_gather(ConstBuffer in, Buffer out, const Group& group) override;
+  /// MPI_Iallgatherv with displacements from `counts`.
+  Work do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, int group_rank,
+                       const Group& group) override;
+  /// MPI_Ibcast from group rank `root`.
+  Work do_broadcast(Buffer data, int src, int root, const Group& group) override;
+  /// MPI_Ibarrier.
+  Work do_barrier(const Group& group) override;
+  /// MPI_Allreduce under the watchdog when blocking collectives are on, else the polled default.
+  void do_all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) override;
+  /// MPI_Allgather under the watchdog when blocking collectives are on, else the polled default.
+  void do_all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) override;
+  /// MPI_Bcast under the watchdog when blocking collectives are on, else the polled default.
+  void do_broadcast_blocking(Buffer data, int src, int root, const Group& group) override;
+  /// MPI_Barrier under the watchdog when blocking collectives are on, else the polled default.
+  void do_barrier_blocking(const Group& group) override;
+  /// Point-to-point messages on the group's communicator (mpi_monitored_barrier).
+  void do_monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) override;
+
  private:
   // The communicator for `group`, of which this rank must be a member; `fn` names the caller.
   MPI_Comm member_comm(const Group& group, const char* fn);
   // The cache entry for a non-world group (created on first use).
   const GroupComm& group_comm(const Group& group);
-  // Checks an all_reduce's arguments (see all_reduce()) and resolves its MPI handles.
+  // Resolves an all_reduce's MPI handles (the backend's health checked).
   struct ReduceCall {
     MPI_Comm comm;
     MPI_Datatype type;
     MPI_Op op;
   };
   ReduceCall prepare_all_reduce(const Buffer& data, ReduceOp op, const Group& group);
-  // Checks an all_gather's arguments (see all_gather()) and returns its communicator.
-  MPI_Comm prepare_all_gather(const ConstBuffer& in, const Buffer& out, const Group& group);
-  // Checks a broadcast's arguments (see broadcast()); returns its communicator and root group rank.
-  std::pair<MPI_Comm, int> prepare_broadcast(const Buffer& data, int src, const Group& group);
+  // The communicator of an all_gather (the backend's health checked).
+  MPI_Comm prepare_all_gather(const Group& group);
+  // The communicator of a broadcast (the backend's health checked).
+  MPI_Comm prepare_broadcast(const Group& group);
   // Runs the blocking MPI call `call` (returning MPI's error code) under the watchdog as `op` on
   // `group`. False, without calling, when every watchdog slot is taken (the caller takes the polled
   // path). @throws BackendError naming `mpi_fn` when the call fails.

@@ -160,15 +160,14 @@ std::shared_ptr<Communicator> NCCLModel::create_group_comm(const std::vector<int
 
 std::shared_ptr<Communicator> NCCLModel::comm_for(const Group& group, std::string_view op) {
   if (group.is_world()) return world_;
-  if (!group_rank(group))
-    throw ValueError(std::string(op) + ": rank " + std::to_string(layout_.rank) + " is not a member of group " + group.str());
+  if (!group_rank(group)) core::throw_not_member(op, layout_.rank, group);
   std::lock_guard lock(groups_mutex_);
   return groups_.at(normalize_group(group));
 }
 
 Device NCCLModel::placement(std::string_view op, std::string_view arg, const void* data, std::size_t bytes,
                             const Device& dev) const {
-  check_buffer_device(op, arg, dev, device());
+  // check_buffer() (the front door) has accepted `dev`; here CUDA says what the pointer really is.
   if (dev.type != DeviceType::CUDA || bytes == 0) return dev;
   cudaPointerAttributes attr{};
   if (cudaPointerGetAttributes(&attr, data) != cudaSuccess) {
@@ -189,7 +188,11 @@ Device NCCLModel::placement(std::string_view op, std::string_view arg, const voi
 
 OpContext NCCLModel::op_context() const { return OpContext{pinned_, device_pool_, watchdog_.get(), timeout()}; }
 
-Work NCCLModel::all_reduce(Buffer data, ReduceOp op, const Group& group) {
+void NCCLModel::check_buffer(std::string_view op, std::string_view arg, const Device& dev) const {
+  check_buffer_device(op, arg, dev, device());
+}
+
+Work NCCLModel::do_all_reduce(Buffer data, ReduceOp op, const Group& group) {
   const ReducePlan plan = plan_all_reduce(data.dtype, op);
   data.device = placement("all_reduce", "data", data.data, data.bytes(), data.device);
   std::shared_ptr<Communicator> comm = comm_for(group, "all_reduce");
@@ -203,8 +206,7 @@ Work NCCLModel::all_reduce(Buffer data, ReduceOp op, const Group& group) {
   return o.finish();
 }
 
-Work NCCLModel::all_gather(ConstBuffer in, Buffer out, const Group& group) {
-  core::check_all_gather_args(in, out, std::size_t(group_size(group)));
+Work NCCLModel::do_all_gather(ConstBuffer in, Buffer out, const Group& group) {
   in.device = placement("all_gather", "in", in.data, in.bytes(), in.device);
   out.device = placement("all_gather", "out", out.data, out.bytes(), out.device);
   std::shared_ptr<Communicator> comm = comm_for(group, "all_gather");
@@ -217,9 +219,8 @@ Work NCCLModel::all_gather(ConstBuffer in, Buffer out, const Group& group) {
   return o.finish();
 }
 
-Work NCCLModel::all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, const Group& group) {
-  const std::optional<int> me = group_rank(group);
-  core::check_all_gather_v_args(in, out, counts, std::size_t(group_size(group)), me.value_or(-1));
+Work NCCLModel::do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, int me,
+                                const Group& group) {
   in.device = placement("all_gather", "in", in.data, in.bytes(), in.device);
   out.device = placement("all_gather", "out", out.data, out.bytes(), out.device);
   std::shared_ptr<Communicator> comm = comm_for(group, "all_gather");
@@ -235,7 +236,7 @@ Work NCCLModel::all_gather_v(ConstBuffer in, Buffer out, std::span<const std::si
     for (std::size_t r = 0; r < counts.size(); ++r) {
       const std::size_t bytes = counts[r] * esize;
       if (bytes == 0) continue;
-      const void* send = int(r) == *me ? din : dout + offset;
+      const void* send = int(r) == me ? din : dout + offset;
       o.nccl_queued(ncclBroadcast(send, dout + offset, bytes, ncclUint8, int(r), o.handle(), o.stream()));
       offset += bytes;
     }
@@ -247,9 +248,7 @@ Work NCCLModel::all_gather_v(ConstBuffer in, Buffer out, std::span<const std::si
   return o.finish();
 }
 
-Work NCCLModel::broadcast(Buffer data, int src, const Group& group) {
-  const std::vector<int> ranks = normalize_group(group);
-  const int root = core::root_in_group(src, ranks, group);
+Work NCCLModel::do_broadcast(Buffer data, int, int root, const Group& group) {
   data.device = placement("broadcast", "data", data.data, data.bytes(), data.device);
   std::shared_ptr<Communicator> comm = comm_for(group, "broadcast");
   if (data.count == 0) return Work{};
@@ -259,7 +258,7 @@ Work NCCLModel::broadcast(Buffer data, int src, const Group& group) {
   return o.finish();
 }
 
-Work NCCLModel::barrier(const Group& group) {
+Work NCCLModel::do_barrier(const Group& group) {
   std::shared_ptr<Communicator> comm = comm_for(group, "barrier");
   // A one-element all-reduce on this rank's device: completes once every rank has contributed.
   Op o("barrier", comm, op_context());

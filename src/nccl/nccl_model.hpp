@@ -43,11 +43,19 @@ class NCCLModel final : public ComputationModel {
   void finalize() override;
   std::optional<int> group_rank(const Group& group) override;
 
-  Work all_reduce(Buffer data, ReduceOp op, const Group& group) override;
-  Work all_gather(ConstBuffer in, Buffer out, const Group& group) override;
-  Work all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, const Group& group) override;
-  Work broadcast(Buffer data, int src, const Group& group) override;
-  Work barrier(const Group& group) override;
+  /// The rank's device: CUDA buffers must be there; host buffers are staged through it.
+  Device buffer_device() const override { return device(); }
+
+ protected:
+  /// A CUDA buffer must be on this rank's device; host memory is accepted (and staged).
+  void check_buffer(std::string_view op, std::string_view arg, const Device& dev) const override;
+  // The collectives, their arguments checked by ComputationModel's front door.
+  Work do_all_reduce(Buffer data, ReduceOp op, const Group& group) override;
+  Work do_all_gather(ConstBuffer in, Buffer out, const Group& group) override;
+  Work do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, int group_rank,
+                       const Group& group) override;
+  Work do_broadcast(Buffer data, int src, int root, const Group& group) override;
+  Work do_barrier(const Group& group) override;
 
  private:
   // The communicator of `group` (created by group_rank() on first use).

@@ -3,9 +3,7 @@
 
 #include <cstring>
 
-#include "core/collective_checks.hpp"
 #include "core/cuda_probe.hpp"
-#include "core/reduce_check.hpp"
 
 namespace idist::serial {
 
@@ -19,30 +17,21 @@ std::optional<int> SerialModel::group_rank(const Group& group) {
   return 0;
 }
 
-Work SerialModel::all_reduce(Buffer data, ReduceOp op, const Group&) {
-  core::check_reduce_op(data.dtype, op);
-  return Work{};
-}
+// The front door (ComputationModel) has checked the arguments as for every backend: out has the
+// size and type of in, the root is rank 0.
+Work SerialModel::do_all_reduce(Buffer, ReduceOp, const Group&) { return Work{}; }
 
-// The same argument checks as every backend's (a world of one rank): nothing is copied into an
-// `out` of the wrong size or type.
-Work SerialModel::all_gather(ConstBuffer in, Buffer out, const Group&) {
-  core::check_all_gather_args(in, out, 1);
+Work SerialModel::do_all_gather(ConstBuffer in, Buffer out, const Group&) {
   if (in.bytes() && out.data != in.data) std::memmove(out.data, in.data, in.bytes());
   return Work{};
 }
 
-Work SerialModel::all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, const Group&) {
-  core::check_all_gather_v_args(in, out, counts, 1, 0);
-  if (in.bytes() && out.data != in.data) std::memmove(out.data, in.data, in.bytes());
-  return Work{};
+Work SerialModel::do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t>, int, const Group& group) {
+  return do_all_gather(in, out, group);
 }
 
-Work SerialModel::broadcast(Buffer, int src, const Group&) {
-  core::check_world_root(src, 1);
-  return Work{};
-}
+Work SerialModel::do_broadcast(Buffer, int, int, const Group&) { return Work{}; }
 
-Work SerialModel::barrier(const Group&) { return Work{}; }
+Work SerialModel::do_barrier(const Group&) { return Work{}; }
 
 }  // namespace idist::serial

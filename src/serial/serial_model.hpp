@@ -18,11 +18,17 @@ class SerialModel final : public ComputationModel {
   int nnodes() const override { return 1; }
   Device device() const override;
   std::optional<int> group_rank(const Group& group) override;
-  Work all_reduce(Buffer data, ReduceOp op, const Group& group) override;
-  Work all_gather(ConstBuffer in, Buffer out, const Group& group) override;
-  Work all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, const Group& group) override;
-  Work broadcast(Buffer data, int src, const Group& group) override;
-  Work barrier(const Group& group) override;
+
+ protected:
+  /// Any device: one rank moves no data between processes (ignite's serial collectives return
+  /// their input, on whatever device it is).
+  void check_buffer(std::string_view, std::string_view, const Device&) const override {}
+  Work do_all_reduce(Buffer data, ReduceOp op, const Group& group) override;
+  Work do_all_gather(ConstBuffer in, Buffer out, const Group& group) override;
+  Work do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, int group_rank,
+                       const Group& group) override;
+  Work do_broadcast(Buffer data, int src, int root, const Group& group) override;
+  Work do_barrier(const Group& group) override;
 };
 
 }  // namespace idist::serial

@@ -190,5 +190,39 @@ TEST_F(AllGatherObject, UsersOwnSerialization) {
   }
 }
 
+class FrontDoor : public Conformance {};
+
+// ComputationModel's front door checks arguments once for every backend, in the same words: the
+// model itself (under the free functions) refuses a wrong all_gather output, a broadcast root
+// outside the world and, on backends that read host memory, a device buffer.
+TEST_F(FrontDoor, EveryBackendRefusesBadArgumentsInTheSameWords) {
+  idist::ComputationModel& m = idist::current_model();
+  const std::size_t w = std::size_t(world());
+  std::vector<float> in(4, 1.0f), out(4 * w - 1, 0.0f), one(1, 0.0f);
+  const std::string size_msg = "all_gather: out has " + std::to_string(4 * w - 1) +
+                               " elements, expected in.count * group size = 4 * " + std::to_string(w) + " = " +
+                               std::to_string(4 * w);
+  const idist::Device host = m.buffer_device().type == idist::DeviceType::CUDA ? idist::Device{} : m.buffer_device();
+  expect_value_error_on_every_rank(
+      [&] {
+        m.all_gather(idist::ConstBuffer{in.data(), 4, idist::DType::Float32, host},
+                     idist::Buffer{out.data(), out.size(), idist::DType::Float32, host}, idist::Group{});
+      },
+      size_msg);
+  expect_value_error_on_every_rank(
+      [&] {
+        m.broadcast_blocking(idist::Buffer{one.data(), 1, idist::DType::Float32, host}, world(), idist::Group{});
+      },
+      "broadcast: src should be a rank in [0, " + std::to_string(w) + "), but given " + std::to_string(w));
+  if (m.buffer_device().type == idist::DeviceType::CPU && m.backend()) {
+    expect_value_error_on_every_rank(
+        [&] {
+          m.all_reduce(idist::Buffer{one.data(), 1, idist::DType::Float32, idist::Device{idist::DeviceType::CUDA, 0}},
+                       idist::ReduceOp::Sum, idist::Group{});
+        },
+        "all_reduce: the " + *m.backend() + " backend communicates host memory, but data is on cuda:0");
+  }
+}
+
 }  // namespace
 }  // namespace idist::conformance

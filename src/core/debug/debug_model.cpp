@@ -150,45 +150,46 @@ Work DebugModel::run_async(Call& call, Issue issue) {
   return Work(std::move(impl), to_string(Collective(call.fp.collective)), rank(), timeout() + kWorkGrace);
 }
 
-Work DebugModel::all_reduce(Buffer data, ReduceOp op, const Group& group) {
+Work DebugModel::do_all_reduce(Buffer data, ReduceOp op, const Group& group) {
   Call call = begin(Collective::AllReduce, data.dtype, data.count, std::int64_t(op), -1, group);
   return run_async(call, [&] { return inner_->all_reduce(data, op, group); });
 }
-Work DebugModel::all_gather(ConstBuffer in, Buffer out, const Group& group) {
+Work DebugModel::do_all_gather(ConstBuffer in, Buffer out, const Group& group) {
   Call call = begin(Collective::AllGather, in.dtype, in.count, -1, -1, group);
   return run_async(call, [&] { return inner_->all_gather(in, out, group); });
 }
-Work DebugModel::all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, const Group& group) {
+Work DebugModel::do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, int,
+                                 const Group& group) {
   // Lengths differ by rank on purpose: the group compares their sum, which every member knows.
   const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
   Call call = begin(Collective::AllGatherV, in.dtype, total, -1, -1, group);
   return run_async(call, [&] { return inner_->all_gather_v(in, out, counts, group); });
 }
-Work DebugModel::broadcast(Buffer data, int src, const Group& group) {
+Work DebugModel::do_broadcast(Buffer data, int src, int, const Group& group) {
   Call call = begin(Collective::Broadcast, data.dtype, data.count, -1, src, group);
   return run_async(call, [&] { return inner_->broadcast(data, src, group); });
 }
-Work DebugModel::barrier(const Group& group) {
+Work DebugModel::do_barrier(const Group& group) {
   Call call = begin(Collective::Barrier, DType::UInt8, 0, -1, -1, group);
   return run_async(call, [&] { return inner_->barrier(group); });
 }
-void DebugModel::all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) {
+void DebugModel::do_all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) {
   Call call = begin(Collective::AllReduce, data.dtype, data.count, std::int64_t(op), -1, group);
   run_blocking(call, [&] { inner_->all_reduce_blocking(data, op, group); });
 }
-void DebugModel::all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) {
+void DebugModel::do_all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) {
   Call call = begin(Collective::AllGather, in.dtype, in.count, -1, -1, group);
   run_blocking(call, [&] { inner_->all_gather_blocking(in, out, group); });
 }
-void DebugModel::broadcast_blocking(Buffer data, int src, const Group& group) {
+void DebugModel::do_broadcast_blocking(Buffer data, int src, int, const Group& group) {
   Call call = begin(Collective::Broadcast, data.dtype, data.count, -1, src, group);
   run_blocking(call, [&] { inner_->broadcast_blocking(data, src, group); });
 }
-void DebugModel::barrier_blocking(const Group& group) {
+void DebugModel::do_barrier_blocking(const Group& group) {
   Call call = begin(Collective::Barrier, DType::UInt8, 0, -1, -1, group);
   run_blocking(call, [&] { inner_->barrier_blocking(group); });
 }
-void DebugModel::monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) {
+void DebugModel::do_monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) {
   try {
     inner_->monitored_barrier(group, timeout, wait_all_ranks);
   } catch (const std::exception& e) {

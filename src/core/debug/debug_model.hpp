@@ -43,16 +43,24 @@ class DebugModel final : public ComputationModel {
   void finalize() override;
   std::optional<int> group_rank(const Group& group) override { return inner_->group_rank(group); }
 
-  Work all_reduce(Buffer data, ReduceOp op, const Group& group) override;
-  Work all_gather(ConstBuffer in, Buffer out, const Group& group) override;
-  Work all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, const Group& group) override;
-  Work broadcast(Buffer data, int src, const Group& group) override;
-  Work barrier(const Group& group) override;
-  void all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) override;
-  void all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) override;
-  void broadcast_blocking(Buffer data, int src, const Group& group) override;
-  void barrier_blocking(const Group& group) override;
-  void monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) override;
+  Device buffer_device() const override { return inner_->buffer_device(); }
+
+ protected:
+  /// The backend's model checks placement itself (its front door runs for every forwarded call).
+  void check_buffer(std::string_view, std::string_view, const Device&) const override {}
+  // Each collective: a sequence number and a recorder entry, at DETAIL the fingerprint check, then
+  // the backend's model (through its front door).
+  Work do_all_reduce(Buffer data, ReduceOp op, const Group& group) override;
+  Work do_all_gather(ConstBuffer in, Buffer out, const Group& group) override;
+  Work do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, int group_rank,
+                       const Group& group) override;
+  Work do_broadcast(Buffer data, int src, int root, const Group& group) override;
+  Work do_barrier(const Group& group) override;
+  void do_all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) override;
+  void do_all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) override;
+  void do_broadcast_blocking(Buffer data, int src, int root, const Group& group) override;
+  void do_barrier_blocking(const Group& group) override;
+  void do_monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) override;
 
  private:
   struct Call;  // one collective in progress: fingerprint, group, recorder entry
