@@ -147,9 +147,15 @@ class ComputationModel {
   [[noreturn]] void unsupported(std::string_view what) const;
 
   /// Checks that a buffer given to collective `op` as argument `arg` lives on `device` where this
-  /// backend can read it. The default accepts host memory only (mpi, gloo).
+  /// backend can read it. Every backend reads host memory, so only a device buffer costs a call.
+  /// @throws ValueError (from check_device_buffer()).
+  void check_buffer(std::string_view op, std::string_view arg, const Device& device) const {
+    if (device.type != DeviceType::CPU) [[unlikely]]
+      check_device_buffer(op, arg, device);
+  }
+  /// check_buffer() for a buffer on `device`, not the host. The default refuses it (mpi, gloo).
   /// @throws ValueError naming the backend, `op`, `arg` and the device.
-  virtual void check_buffer(std::string_view op, std::string_view arg, const Device& device) const;
+  virtual void check_device_buffer(std::string_view op, std::string_view arg, const Device& device) const;
 
   // What each backend implements: the collectives with their arguments already checked. Every
   // default throws unsupported(), so a partial backend overrides what it has.
@@ -176,6 +182,10 @@ class ComputationModel {
   virtual void do_monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks);
 
  private:
+  // The position of world rank `src` in `group` (src itself for the world); ValueError when src is
+  // not a member.
+  int broadcast_root(int src, const Group& group) const;
+
   std::chrono::milliseconds timeout_;
 };
 

@@ -29,12 +29,11 @@ void check_same_dtype(const ConstBuffer& in, const Buffer& out) {
 }
 }  // namespace
 
-void check_all_gather_args(const ConstBuffer& in, const Buffer& out, std::size_t group_size) {
+void throw_bad_all_gather_args(const ConstBuffer& in, const Buffer& out, std::size_t group_size) {
   check_same_dtype(in, out);
   const std::size_t expected = in.count * group_size;
-  if (out.count != expected)
-    throw ValueError(fmt::format("all_gather: out has {} elements, expected in.count * group size = {} * {} = {}",
-                                 out.count, in.count, group_size, expected));
+  throw ValueError(fmt::format("all_gather: out has {} elements, expected in.count * group size = {} * {} = {}",
+                               out.count, in.count, group_size, expected));
 }
 
 std::size_t check_all_gather_v_args(const ConstBuffer& in, const Buffer& out, std::span<const std::size_t> counts,
@@ -63,9 +62,8 @@ int root_in_group(int src, std::span<const int> group_ranks, const Group& group)
   return int(it - group_ranks.begin());
 }
 
-void check_world_root(int src, int world_size) {
-  if (src < 0 || src >= world_size)
-    throw ValueError(fmt::format("broadcast: src should be a rank in [0, {}), but given {}", world_size, src));
+void throw_bad_world_root(int src, int world_size) {
+  throw ValueError(fmt::format("broadcast: src should be a rank in [0, {}), but given {}", world_size, src));
 }
 
 }  // namespace idist::core

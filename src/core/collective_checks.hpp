@@ -26,9 +26,15 @@ inline void check_host_buffer(std::string_view backend, std::string_view op, std
 /// Throws ValueError: rank `rank` is not a member of `group`, named in collective `op`.
 [[noreturn]] void throw_not_member(std::string_view op, int rank, const Group& group);
 
+/// Throws the ValueError of check_all_gather_args() for these arguments.
+[[noreturn]] void throw_bad_all_gather_args(const ConstBuffer& in, const Buffer& out, std::size_t group_size);
+
 /// all_gather: `out` holds `in.count * group_size` elements of in's dtype.
 /// @throws ValueError naming the dtypes or the counts.
-void check_all_gather_args(const ConstBuffer& in, const Buffer& out, std::size_t group_size);
+inline void check_all_gather_args(const ConstBuffer& in, const Buffer& out, std::size_t group_size) {
+  if (in.dtype != out.dtype || out.count != in.count * group_size) [[unlikely]]
+    throw_bad_all_gather_args(in, out, group_size);
+}
 
 /// all_gather with lengths by rank: `counts` has one entry per group rank, counts[my_group_rank]
 /// equals in.count, out holds sum(counts) elements of in's dtype. Returns sum(counts).
@@ -41,8 +47,14 @@ std::size_t check_all_gather_v_args(const ConstBuffer& in, const Buffer& out, st
 /// @throws ValueError naming `src` and `group` when src is not a member.
 int root_in_group(int src, std::span<const int> group_ranks, const Group& group);
 
+/// Throws the ValueError of check_world_root().
+[[noreturn]] void throw_bad_world_root(int src, int world_size);
+
 /// broadcast on the world group: 0 <= src < world_size.
 /// @throws ValueError naming `src` and the world size otherwise.
-void check_world_root(int src, int world_size);
+inline void check_world_root(int src, int world_size) {
+  if (src < 0 || src >= world_size) [[unlikely]]
+    throw_bad_world_root(src, world_size);
+}
 
 }  // namespace idist::core

@@ -37,7 +37,7 @@ void ComputationModel::unsupported(std::string_view what) const {
   throw BackendError("the " + backend().value_or("serial") + " backend does not support " + std::string(what));
 }
 
-void ComputationModel::check_buffer(std::string_view op, std::string_view arg, const Device& device) const {
+void ComputationModel::check_device_buffer(std::string_view op, std::string_view arg, const Device& device) const {
   core::check_host_buffer(backend().value_or("serial"), op, arg, device);
 }
 
@@ -66,20 +66,17 @@ Work ComputationModel::all_gather_v(ConstBuffer in, Buffer out, std::span<const 
   return do_all_gather_v(in, out, counts, *me, group);
 }
 
-namespace {
-// The position of world rank `src` in `group` (src itself for the world).
-int broadcast_root(const ComputationModel& m, int src, const Group& group, const std::vector<int>& members) {
-  if (group.is_world()) {
-    core::check_world_root(src, m.world_size());
+int ComputationModel::broadcast_root(int src, const Group& group) const {
+  if (group.is_world()) [[likely]] {
+    core::check_world_root(src, world_size());
     return src;
   }
-  return core::root_in_group(src, members, group);
+  return core::root_in_group(src, normalize_group(group), group);
 }
-}  // namespace
 
 Work ComputationModel::broadcast(Buffer data, int src, const Group& group) {
   check_buffer("broadcast", "data", data.device);
-  const int root = broadcast_root(*this, src, group, group.is_world() ? std::vector<int>{} : normalize_group(group));
+  const int root = broadcast_root(src, group);
   return do_broadcast(data, src, root, group);
 }
 
@@ -100,7 +97,7 @@ void ComputationModel::all_gather_blocking(ConstBuffer in, Buffer out, const Gro
 
 void ComputationModel::broadcast_blocking(Buffer data, int src, const Group& group) {
   check_buffer("broadcast", "data", data.device);
-  const int root = broadcast_root(*this, src, group, group.is_world() ? std::vector<int>{} : normalize_group(group));
+  const int root = broadcast_root(src, group);
   do_broadcast_blocking(data, src, root, group);
 }
 

@@ -188,7 +188,7 @@ Device NCCLModel::placement(std::string_view op, std::string_view arg, const voi
 
 OpContext NCCLModel::op_context() const { return OpContext{pinned_, device_pool_, watchdog_.get(), timeout()}; }
 
-void NCCLModel::check_buffer(std::string_view op, std::string_view arg, const Device& dev) const {
+void NCCLModel::check_device_buffer(std::string_view op, std::string_view arg, const Device& dev) const {
   check_buffer_device(op, arg, dev, device());
 }
 

@@ -48,7 +48,7 @@ class NCCLModel final : public ComputationModel {
 
  protected:
   /// A CUDA buffer must be on this rank's device; host memory is accepted (and staged).
-  void check_buffer(std::string_view op, std::string_view arg, const Device& dev) const override;
+  void check_device_buffer(std::string_view op, std::string_view arg, const Device& dev) const override;
   // The collectives, their arguments checked by ComputationModel's front door.
   Work do_all_reduce(Buffer data, ReduceOp op, const Group& group) override;
   Work do_all_gather(ConstBuffer in, Buffer out, const Group& group) override;

@@ -22,7 +22,7 @@ class SerialModel final : public ComputationModel {
  protected:
   /// Any device: one rank moves no data between processes (ignite's serial collectives return
   /// their input, on whatever device it is).
-  void check_buffer(std::string_view, std::string_view, const Device&) const override {}
+  void check_device_buffer(std::string_view, std::string_view, const Device&) const override {}
   Work do_all_reduce(Buffer data, ReduceOp op, const Group& group) override;
   Work do_all_gather(ConstBuffer in, Buffer out, const Group& group) override;
   Work do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, int group_rank,

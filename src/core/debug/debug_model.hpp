@@ -47,7 +47,7 @@ class DebugModel final : public ComputationModel {
 
  protected:
   /// The backend's model checks placement itself (its front door runs for every forwarded call).
-  void check_buffer(std::string_view, std::string_view, const Device&) const override {}
+  void check_device_buffer(std::string_view, std::string_view, const Device&) const override {}
   // Each collective: a sequence number and a recorder entry, at DETAIL the fingerprint check, then
   // the backend's model (through its front door).
   Work do_all_reduce(Buffer data, ReduceOp op, const Group& group) override;
