@@ -12,10 +12,12 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "core/cuda_probe.hpp"
-#include "core/reduce_check.hpp"
 #include "idist/error.hpp"
 #include "mpi/mpi_error.hpp"
+#include "mpi/mpi_exit_timer.hpp"
 #include "mpi/mpi_work.hpp"
 
 namespace idist::mpi_backend {
@@ -95,7 +97,15 @@ void NativeMPIModel::finalize() {
   MpiCallGuard guard;
   types_.release();
   MPI_Comm_free(&world_);
-  if (owns_mpi_) check_mpi(MPI_Finalize(), "MPI_Finalize", rank_);
+  if (!owns_mpi_) return;
+  // MPI_Finalize waits for the launcher, which may have stopped answering while it ends a job
+  // another rank aborted: bounded like every wait, then this rank leaves (exit code 1).
+  const auto bound = std::max<std::chrono::milliseconds>(timeout(), std::chrono::seconds(10));
+  const ExitTimer timer(bound, 1,
+                        fmt::format("idist: finalize() on rank {}: MPI_Finalize has not returned after {} ms (a peer "
+                                    "ended the job, or the launcher stopped answering); leaving with exit code 1",
+                                    rank_, bound.count()));
+  check_mpi(MPI_Finalize(), "MPI_Finalize", rank_);
 }
 
 void NativeMPIModel::abort_broken() const {
@@ -111,8 +121,7 @@ void NativeMPIModel::abort_broken() const {
                rank_, health_->first_failure().c_str(), static_cast<long long>(grace.count()));
   std::fflush(stderr);
   std::this_thread::sleep_for(grace);
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  std::_Exit(1);
+  abort_job(rank_, 1);
 }
 
 // ---------------------------------------------------------------------------------------------

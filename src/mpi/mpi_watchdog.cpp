@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "mpi/mpi_exit_timer.hpp"
+
 namespace idist::mpi_backend {
 
 using Clock = std::chrono::steady_clock;
@@ -81,9 +83,8 @@ void Watchdog::abort_job(const Slot& slot, std::chrono::milliseconds ran_for) co
                static_cast<long long>(timeout_.count()));
   std::fflush(stderr);
   // The thread calling the collective is inside MPI; MPI_Abort is the one call meant to end a job
-  // from any state. Should it return, leave anyway.
-  MPI_Abort(MPI_COMM_WORLD, 124);
-  std::_Exit(124);
+  // from any state (bounded: should the launcher not answer, this rank leaves by itself).
+  mpi_backend::abort_job(rank_, 124);
 }
 
 }  // namespace idist::mpi_backend
