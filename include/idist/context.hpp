@@ -32,13 +32,14 @@ struct InitOptions {
   /// mpi only: how idist's blocking collectives (all_reduce, all_gather, broadcast, barrier and the
   /// calls built on them) run. true (the default): MPI's blocking functions (MPI_Allreduce, ...),
   /// the raw call's speed; a blocking MPI call cannot be interrupted, so a watchdog thread keeps the
-  /// timeout: past it, the rank prints the collective, rank, group and elapsed time and aborts the
-  /// job (MPI_Abort, exit code 124), PyTorch's policy for hung NCCL collectives. false: non-blocking
-  /// calls polled to the deadline, which raise a catchable TimeoutError, but cost 1.5-3x the
-  /// blocking call (Open MPI's libnbc; docs/performance.md). std::nullopt: the environment variable
-  /// IDIST_MPI_BLOCKING (1 or 0; it applies to an adopted MPI context as well), else true. Blocking
-  /// calls need MPI_THREAD_MULTIPLE (what idist asks for): a program that initialized MPI at a lower
-  /// thread level gets the polled calls, whose lock around each MPI call is released between polls.
+  /// timeout: past it, the rank prints the collective, rank, group and elapsed time and ends the
+  /// job (it exits with code 124 and the launcher ends the other ranks), PyTorch's policy for hung
+  /// NCCL collectives. false: non-blocking calls polled to the deadline, which raise a catchable
+  /// TimeoutError, but cost 1.5-3x the blocking call (Open MPI's libnbc; docs/performance.md).
+  /// std::nullopt: the environment variable IDIST_MPI_BLOCKING (1 or 0; it applies to an adopted
+  /// MPI context as well), else true. Blocking calls need MPI_THREAD_MULTIPLE (what idist asks
+  /// for): a program that initialized MPI at a lower thread level gets the polled calls, whose lock
+  /// around each MPI call is released between polls.
   /// Non-blocking calls (all_reduce_async, auto_model's buckets) are the non-blocking MPI calls
   /// either way.
   std::optional<bool> mpi_blocking_collectives;

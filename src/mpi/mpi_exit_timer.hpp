@@ -1,7 +1,8 @@
 #pragma once
-// A bound on the MPI calls that cannot be interrupted and that wait on the launcher: MPI_Abort and
-// MPI_Finalize. Open MPI 4.1's mpirun was seen (CI, a 3-rank job ending by MPI_Abort) to stop
-// answering while it tore a job down: every rank then waited in MPI_Abort or MPI_Finalize forever.
+// Ending an mpi job from any state, and a bound on MPI_Finalize, which waits on the launcher. Open
+// MPI 4.1's mpirun was seen (CI, and here in a 3-rank job where two ranks called MPI_Abort at about
+// the same time) to crash, or to stop answering while it tore the job down: every rank then waited
+// in MPI_Abort or MPI_Finalize forever.
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -26,8 +27,9 @@ class ExitTimer {
   std::thread thread_;
 };
 
-/// MPI_Abort(MPI_COMM_WORLD, code), bounded: when the launcher has not ended this process within
-/// 5 s, it leaves by itself with `code` (naming `rank` on stderr).
+/// Ends the job from any state: this process exits with `code` at once (stdio flushed, no
+/// MPI_Finalize), and the launcher ends the other ranks. `rank` is for the caller's message, which
+/// it prints first.
 [[noreturn]] void abort_job(int rank, int code);
 
 }  // namespace idist::mpi_backend

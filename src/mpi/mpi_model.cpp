@@ -116,8 +116,9 @@ void NativeMPIModel::abort_broken() const {
   const auto grace = std::min<std::chrono::milliseconds>(timeout() / 2, std::chrono::seconds(5));
   std::fprintf(stderr,
                "idist: finalize() on rank %d: the mpi backend is unusable since an earlier failure: %s. MPI cannot "
-               "cancel or free the collective left pending, and MPI_Finalize would crash or hang on it, so the job is "
-               "aborted instead (MPI_Abort, exit code 1) in %lld ms, once the other ranks could report.\n",
+               "cancel or free the collective left pending, and MPI_Finalize would crash or hang on it, so the job "
+               "is ended instead (this rank exits with code 1 and the launcher ends the others) in %lld ms, once "
+               "the other ranks could report.\n",
                rank_, health_->first_failure().c_str(), static_cast<long long>(grace.count()));
   std::fflush(stderr);
   std::this_thread::sleep_for(grace);
@@ -377,7 +378,8 @@ void NativeMPIModel::do_broadcast_blocking(Buffer data, int src, int root, const
   if (watchdog_ && data.count <= max_count_) {
     const MPI_Comm comm = prepare_broadcast(group);
     const MPI_Datatype type = types_.datatype(data.dtype);
-    if (run_watched("broadcast", group, "MPI_Bcast", [&] { return MPI_Bcast(data.data, int(data.count), type, root, comm); }))
+    if (run_watched("broadcast", group, "MPI_Bcast",
+                    [&] { return MPI_Bcast(data.data, int(data.count), type, root, comm); }))
       return;
   }
   ComputationModel::do_broadcast_blocking(data, src, root, group);

@@ -81,8 +81,9 @@ std::size_t progress_chunk_from_env();
 /// background, so auto_model's bucket all-reduces overlap backward (has_async_progress()).
 ///
 /// After a timeout or an MPI error the model is broken (CommHealth): every later collective raises
-/// BackendError naming the first failure, and finalize() aborts the job (MPI_Abort, exit code 1,
-/// after min(timeout / 2, 5 s)) with that message instead of calling MPI_Finalize on abandoned requests.
+/// BackendError naming the first failure, and finalize() ends the job (this rank exits with code 1
+/// after min(timeout / 2, 5 s) and the launcher ends the others) with that message instead of
+/// calling MPI_Finalize on abandoned requests. MPI_Finalize itself is bounded by max(timeout, 10 s).
 ///
 /// Buffers must be host memory. Element counts above the int range of the MPI-3 interface are split
 /// into several MPI calls (all_reduce, broadcast) or gathered as one broadcast per rank
@@ -121,8 +122,10 @@ class NativeMPIModel final : public ComputationModel {
   /// Waits (up to the timeout) for non-blocking collectives still in flight on the progress thread,
   /// frees idist's communicators and reductions, then calls MPI_Finalize only when idist initialized
   /// MPI (an adopted context is left for the program to finalize). Collective. When the backend is
-  /// broken (see above), prints the first failure and aborts the job (MPI_Abort, exit code 1):
-  /// MPI_Finalize would crash or hang on the requests MPI cannot cancel.
+  /// broken (see above), prints the first failure and ends the job (exit code 1, see above):
+  /// MPI_Finalize would crash or hang on the requests MPI cannot cancel. A MPI_Finalize that has not
+  /// returned after max(timeout, 10 s) (a launcher that stopped answering) ends this process with
+  /// exit code 1 and a message.
   /// @throws BackendError when MPI_Finalize fails.
   void finalize() override;
 

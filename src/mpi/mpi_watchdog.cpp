@@ -82,8 +82,8 @@ void Watchdog::abort_job(const Slot& slot, std::chrono::milliseconds ran_for) co
                rank_, op ? op : "a collective", group ? group : "world", static_cast<long long>(ran_for.count()),
                static_cast<long long>(timeout_.count()));
   std::fflush(stderr);
-  // The thread calling the collective is inside MPI; MPI_Abort is the one call meant to end a job
-  // from any state (bounded: should the launcher not answer, this rank leaves by itself).
+  // The thread calling the collective is inside MPI, which cannot be interrupted: the process leaves
+  // and the launcher ends the job (abort_job).
   mpi_backend::abort_job(rank_, 124);
 }
 
