@@ -35,9 +35,6 @@ namespace idist {
 
 namespace detail {
 
-/// Where the data of a user's span lives for the current backend (host, or device() for nccl).
-Device span_device(const ComputationModel& model);
-
 template <Element T>
 Buffer buffer_of(std::span<T> s, Device device) {
   return Buffer{const_cast<std::remove_cv_t<T>*>(s.data()), s.size(), dtype_of<T>, device};
@@ -109,7 +106,7 @@ void check_broadcast_presence(bool present, bool is_src, bool safe_mode);
 /// @throws ValueError for an op the element type cannot take (And / Or on floating types).
 template <Element T>
 Work all_reduce_async(std::span<T> data, ReduceOp op = ReduceOp::Sum, const Group& group = {}) {
-  return detail::all_reduce_on(data, detail::span_device(current_model()), op, group);
+  return detail::all_reduce_on(data, current_model().buffer_device(), op, group);
 }
 
 /// In-place reduction of the contiguous `data` (same length on every rank) with `op` over `group`.
@@ -117,7 +114,7 @@ Work all_reduce_async(std::span<T> data, ReduceOp op = ReduceOp::Sum, const Grou
 /// @throws ValueError for an unsupported op / type pair; TimeoutError after the timeout.
 template <Element T>
 void all_reduce(std::span<T> data, ReduceOp op = ReduceOp::Sum, const Group& group = {}) {
-  detail::all_reduce_wait(data, detail::span_device(current_model()), op, group);
+  detail::all_reduce_wait(data, current_model().buffer_device(), op, group);
 }
 
 /// all_reduce with ignite's op name ("SUM", "PRODUCT", "MIN", "MAX", "AND", "OR").
@@ -216,7 +213,7 @@ std::optional<std::pair<ConstBuffer, Buffer>> gather_into_buffers(ComputationMod
   if (out.size() != in.size() * n)
     throw ValueError(std::string(fn) + ": out has " + std::to_string(out.size()) +
                      " elements, expected in.size() * group size = " + std::to_string(in.size() * n));
-  const Device dev = span_device(m);
+  const Device dev = m.buffer_device();
   return std::pair{ConstBuffer{in.data(), in.size(), dtype_of<T>, dev}, buffer_of(out, dev)};
 }
 
@@ -260,7 +257,7 @@ std::vector<std::vector<std::byte>> all_gather_object(std::span<const std::byte>
 /// @throws ValueError when src is outside [0, world size).
 template <Element T>
 Work broadcast_async(std::span<T> data, int src = 0, const Group& group = {}) {
-  return detail::broadcast_on(data, detail::span_device(current_model()), src, group);
+  return detail::broadcast_on(data, current_model().buffer_device(), src, group);
 }
 
 /// In-place broadcast of `data` (same length on every rank) from rank `src`.
@@ -268,7 +265,7 @@ Work broadcast_async(std::span<T> data, int src = 0, const Group& group = {}) {
 /// @throws ValueError when src is outside [0, world size); TimeoutError after the timeout.
 template <Element T>
 void broadcast(std::span<T> data, int src = 0) {
-  detail::broadcast_wait(data, detail::span_device(current_model()), src, Group{});
+  detail::broadcast_wait(data, current_model().buffer_device(), src, Group{});
 }
 
 /// In-place broadcast of a vector (same length on every rank; not std::vector<bool>).

@@ -182,9 +182,12 @@ class ComputationModel {
   virtual void do_monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks);
 
  private:
-  // The position of world rank `src` in `group` (src itself for the world); ValueError when src is
-  // not a member.
-  int broadcast_root(int src, const Group& group) const;
+  // The front door's checks, shared by the non-blocking and blocking forms (ValueError as documented
+  // on each collective). check_broadcast returns the position of world rank `src` in `group` (src
+  // itself for the world).
+  void check_all_reduce(const Buffer& data, ReduceOp op) const;
+  void check_all_gather(const ConstBuffer& in, const Buffer& out, const Group& group) const;
+  int check_broadcast(const Buffer& data, int src, const Group& group) const;
 
   std::chrono::milliseconds timeout_;
 };

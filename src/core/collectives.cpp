@@ -8,8 +8,6 @@ namespace idist {
 
 namespace detail {
 
-Device span_device(const ComputationModel& model) { return model.buffer_device(); }
-
 void check_src(const ComputationModel& model, int src, std::string_view fn) {
   const int n = model.world_size();
   if (src < 0 || src >= n)

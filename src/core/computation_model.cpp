@@ -43,16 +43,24 @@ void ComputationModel::check_device_buffer(std::string_view op, std::string_view
 
 // The front door: checks, then the backend.
 
-Work ComputationModel::all_reduce(Buffer data, ReduceOp op, const Group& group) {
+void ComputationModel::check_all_reduce(const Buffer& data, ReduceOp op) const {
   check_buffer("all_reduce", "data", data.device);
   core::check_reduce_op(data.dtype, op);
+}
+
+void ComputationModel::check_all_gather(const ConstBuffer& in, const Buffer& out, const Group& group) const {
+  check_buffer("all_gather", "in", in.device);
+  check_buffer("all_gather", "out", out.device);
+  core::check_all_gather_args(in, out, std::size_t(group_size(group)));
+}
+
+Work ComputationModel::all_reduce(Buffer data, ReduceOp op, const Group& group) {
+  check_all_reduce(data, op);
   return do_all_reduce(data, op, group);
 }
 
 Work ComputationModel::all_gather(ConstBuffer in, Buffer out, const Group& group) {
-  check_buffer("all_gather", "in", in.device);
-  check_buffer("all_gather", "out", out.device);
-  core::check_all_gather_args(in, out, std::size_t(group_size(group)));
+  check_all_gather(in, out, group);
   return do_all_gather(in, out, group);
 }
 
@@ -66,7 +74,8 @@ Work ComputationModel::all_gather_v(ConstBuffer in, Buffer out, std::span<const 
   return do_all_gather_v(in, out, counts, *me, group);
 }
 
-int ComputationModel::broadcast_root(int src, const Group& group) const {
+int ComputationModel::check_broadcast(const Buffer& data, int src, const Group& group) const {
+  check_buffer("broadcast", "data", data.device);
   if (group.is_world()) [[likely]] {
     core::check_world_root(src, world_size());
     return src;
@@ -75,29 +84,24 @@ int ComputationModel::broadcast_root(int src, const Group& group) const {
 }
 
 Work ComputationModel::broadcast(Buffer data, int src, const Group& group) {
-  check_buffer("broadcast", "data", data.device);
-  const int root = broadcast_root(src, group);
+  const int root = check_broadcast(data, src, group);
   return do_broadcast(data, src, root, group);
 }
 
 Work ComputationModel::barrier(const Group& group) { return do_barrier(group); }
 
 void ComputationModel::all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) {
-  check_buffer("all_reduce", "data", data.device);
-  core::check_reduce_op(data.dtype, op);
+  check_all_reduce(data, op);
   do_all_reduce_blocking(data, op, group);
 }
 
 void ComputationModel::all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) {
-  check_buffer("all_gather", "in", in.device);
-  check_buffer("all_gather", "out", out.device);
-  core::check_all_gather_args(in, out, std::size_t(group_size(group)));
+  check_all_gather(in, out, group);
   do_all_gather_blocking(in, out, group);
 }
 
 void ComputationModel::broadcast_blocking(Buffer data, int src, const Group& group) {
-  check_buffer("broadcast", "data", data.device);
-  const int root = broadcast_root(src, group);
+  const int root = check_broadcast(data, src, group);
   do_broadcast_blocking(data, src, root, group);
 }
 

@@ -1,12 +1,8 @@
 #include "mpi/mpi_exit_timer.hpp"
 
-#include <mpi.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
-
-#include <fmt/format.h>
 
 namespace idist::mpi_backend {
 
@@ -29,8 +25,7 @@ ExitTimer::~ExitTimer() {
   thread_.join();
 }
 
-void abort_job(int rank, int code) {
-  (void)rank;
+void abort_job(int code) {
   // The process leaves with `code` and the launcher ends the job: mpirun (like srun with
   // --kill-on-bad-exit) kills the other ranks when one exits before MPI_Finalize. MPI_Abort would
   // go through mpirun's help-message channel, which Open MPI 4.1 corrupts when two ranks abort at

@@ -28,8 +28,7 @@ class ExitTimer {
 };
 
 /// Ends the job from any state: this process exits with `code` at once (stdio flushed, no
-/// MPI_Finalize), and the launcher ends the other ranks. `rank` is for the caller's message, which
-/// it prints first.
-[[noreturn]] void abort_job(int rank, int code);
+/// MPI_Finalize), and the launcher ends the other ranks. The caller prints its message first.
+[[noreturn]] void abort_job(int code);
 
 }  // namespace idist::mpi_backend

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "core/collective_checks.hpp"
 #include "core/cuda_probe.hpp"
 #include "idist/error.hpp"
 #include "mpi/mpi_error.hpp"
@@ -122,7 +123,7 @@ void NativeMPIModel::abort_broken() const {
                rank_, health_->first_failure().c_str(), static_cast<long long>(grace.count()));
   std::fflush(stderr);
   std::this_thread::sleep_for(grace);
-  abort_job(rank_, 1);
+  abort_job(1);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -144,10 +145,13 @@ MPI_Comm NativeMPIModel::member_comm(const Group& group, const char* fn) {
   if (group.is_world()) [[likely]]
     return world_;
   const GroupComm& g = group_comm(group);
-  if (g.comm == MPI_COMM_NULL)
-    throw ValueError(std::string(fn) + ": rank " + std::to_string(rank_) + " is not a member of group " +
-                     group.str() + "; only members may call a collective on it");
+  if (g.comm == MPI_COMM_NULL) core::throw_not_member(fn, rank_, group);
   return g.comm;
+}
+
+MPI_Comm NativeMPIModel::healthy_comm(const Group& group, const char* fn) {
+  health_->check(fn, rank_);
+  return member_comm(group, fn);
 }
 
 void NativeMPIModel::do_monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) {
@@ -183,8 +187,7 @@ const char* NativeMPIModel::group_label(const Group& group) {
 }
 
 NativeMPIModel::ReduceCall NativeMPIModel::prepare_all_reduce(const Buffer& data, ReduceOp op, const Group& group) {
-  health_->check("all_reduce", rank_);
-  const MPI_Comm comm = member_comm(group, "all_reduce");
+  const MPI_Comm comm = healthy_comm(group, "all_reduce");
   return ReduceCall{comm, types_.datatype(data.dtype), types_.op(data.dtype, op)};
 }
 
@@ -221,13 +224,8 @@ Work NativeMPIModel::do_all_reduce(Buffer data, ReduceOp op, const Group& group)
   return make_work(std::move(requests), {}, "MPI_Iallreduce", "all_reduce");
 }
 
-MPI_Comm NativeMPIModel::prepare_all_gather(const Group& group) {
-  health_->check("all_gather", rank_);
-  return member_comm(group, "all_gather");
-}
-
 Work NativeMPIModel::do_all_gather(ConstBuffer in, Buffer out, const Group& group) {
-  const MPI_Comm comm = prepare_all_gather(group);
+  const MPI_Comm comm = healthy_comm(group, "all_gather");
   if (in.count > max_count_) {
     const std::vector<std::size_t> counts(std::size_t(group_size(group)), in.count);
     return all_gather_by_broadcasts(in, out, counts, *group_rank(group), comm, "all_gather");
@@ -245,7 +243,7 @@ Work NativeMPIModel::do_all_gather(ConstBuffer in, Buffer out, const Group& grou
 
 Work NativeMPIModel::do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, int me,
                                      const Group& group) {
-  const MPI_Comm comm = prepare_all_gather(group);
+  const MPI_Comm comm = healthy_comm(group, "all_gather");
   const std::size_t n = counts.size();
   const std::size_t total = out.count;  // sum(counts), checked by the front door
   // MPI-3 counts and displacements are ints: beyond that range, fall back to one broadcast per rank.
@@ -292,13 +290,8 @@ Work NativeMPIModel::all_gather_by_broadcasts(ConstBuffer in, Buffer out, std::s
   return make_work(std::move(requests), {}, "MPI_Ibcast", op);
 }
 
-MPI_Comm NativeMPIModel::prepare_broadcast(const Group& group) {
-  health_->check("broadcast", rank_);
-  return member_comm(group, "broadcast");
-}
-
 Work NativeMPIModel::do_broadcast(Buffer data, int, int root, const Group& group) {
-  const MPI_Comm comm = prepare_broadcast(group);
+  const MPI_Comm comm = healthy_comm(group, "broadcast");
   const MPI_Datatype type = types_.datatype(data.dtype);
   if (data.count <= max_count_) [[likely]] {
     MPI_Request request;
@@ -323,8 +316,7 @@ Work NativeMPIModel::do_broadcast(Buffer data, int, int root, const Group& group
 }
 
 Work NativeMPIModel::do_barrier(const Group& group) {
-  health_->check("barrier", rank_);
-  const MPI_Comm comm = member_comm(group, "barrier");
+  const MPI_Comm comm = healthy_comm(group, "barrier");
   MPI_Request request;
   int rc;
   {
@@ -364,7 +356,7 @@ void NativeMPIModel::do_all_reduce_blocking(Buffer data, ReduceOp op, const Grou
 
 void NativeMPIModel::do_all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) {
   if (watchdog_ && in.count <= max_count_) {
-    const MPI_Comm comm = prepare_all_gather(group);
+    const MPI_Comm comm = healthy_comm(group, "all_gather");
     const MPI_Datatype type = types_.datatype(in.dtype);
     if (run_watched("all_gather", group, "MPI_Allgather", [&] {
           return MPI_Allgather(in.data, int(in.count), type, out.data, int(in.count), type, comm);
@@ -376,7 +368,7 @@ void NativeMPIModel::do_all_gather_blocking(ConstBuffer in, Buffer out, const Gr
 
 void NativeMPIModel::do_broadcast_blocking(Buffer data, int src, int root, const Group& group) {
   if (watchdog_ && data.count <= max_count_) {
-    const MPI_Comm comm = prepare_broadcast(group);
+    const MPI_Comm comm = healthy_comm(group, "broadcast");
     const MPI_Datatype type = types_.datatype(data.dtype);
     if (run_watched("broadcast", group, "MPI_Bcast",
                     [&] { return MPI_Bcast(data.data, int(data.count), type, root, comm); }))
@@ -387,8 +379,7 @@ void NativeMPIModel::do_broadcast_blocking(Buffer data, int src, int root, const
 
 void NativeMPIModel::do_barrier_blocking(const Group& group) {
   if (watchdog_) {
-    health_->check("barrier", rank_);
-    const MPI_Comm comm = member_comm(group, "barrier");
+    const MPI_Comm comm = healthy_comm(group, "barrier");
     if (run_watched("barrier", group, "MPI_Barrier", [&] { return MPI_Barrier(comm); })) return;
   }
   ComputationModel::do_barrier_blocking(group);

@@ -185,10 +185,8 @@ class NativeMPIModel final : public ComputationModel {
     MPI_Op op;
   };
   ReduceCall prepare_all_reduce(const Buffer& data, ReduceOp op, const Group& group);
-  // The communicator of an all_gather (the backend's health checked).
-  MPI_Comm prepare_all_gather(const Group& group);
-  // The communicator of a broadcast (the backend's health checked).
-  MPI_Comm prepare_broadcast(const Group& group);
+  // member_comm() of a backend that is not broken (else BackendError naming the first failure).
+  MPI_Comm healthy_comm(const Group& group, const char* fn);
   // Runs the blocking MPI call `call` (returning MPI's error code) under the watchdog as `op` on
   // `group`. False, without calling, when every watchdog slot is taken (the caller takes the polled
   // path). @throws BackendError naming `mpi_fn` when the call fails.

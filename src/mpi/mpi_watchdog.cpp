@@ -84,7 +84,7 @@ void Watchdog::abort_job(const Slot& slot, std::chrono::milliseconds ran_for) co
   std::fflush(stderr);
   // The thread calling the collective is inside MPI, which cannot be interrupted: the process leaves
   // and the launcher ends the job (abort_job).
-  mpi_backend::abort_job(rank_, 124);
+  mpi_backend::abort_job(124);
 }
 
 }  // namespace idist::mpi_backend

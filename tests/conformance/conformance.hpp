@@ -206,7 +206,7 @@ void copy_to_host(idist::Device device, void* dst, const void* src, std::size_t 
 
 template <idist::Element T>
 SpanBuffer<T>::SpanBuffer(std::span<const T> values)
-    : size_(values.size()), device_(idist::detail::span_device(idist::current_model())) {
+    : size_(values.size()), device_(idist::current_model().buffer_device()) {
   if (device_.type == idist::DeviceType::CPU) {
     host_ = std::make_unique<T[]>(std::max<std::size_t>(1, size_));
     std::copy(values.begin(), values.end(), host_.get());

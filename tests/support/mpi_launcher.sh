@@ -55,8 +55,9 @@ run_job() {
     [ $gone_since -ge 0 ] && [ $((tenths - gone_since)) -ge 100 ] && stuck=1
     if [ $stuck = 1 ] || [ $tenths -ge $((limit * 10)) ]; then
       job_overran=1
-      [ "$(live_ranks "$sid" "$comm")" -eq 0 ] && launcher_hung=1
-      echo "the job ran $((tenths / 10)) s (limit ${limit} s; ranks still running: $(live_ranks "$sid" "$comm")); killing its session $sid"
+      live=$(live_ranks "$sid" "$comm")
+      [ "$live" -eq 0 ] && launcher_hung=1
+      echo "the job ran $((tenths / 10)) s (limit ${limit} s; ranks still running: $live); killing its session $sid"
       pkill -TERM -s "$sid" 2>/dev/null
       sleep 3
       pkill -KILL -s "$sid" 2>/dev/null

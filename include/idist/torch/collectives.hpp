@@ -38,7 +38,7 @@ namespace idist {
 namespace detail {
 
 /// Where the current backend reads tensors: the host, or idist::device() for nccl.
-inline c10::Device comm_device(const ComputationModel& m) { return to_torch_device(span_device(m)); }
+inline c10::Device comm_device(const ComputationModel& m) { return to_torch_device(m.buffer_device()); }
 
 /// "[2, 3, 4]", for messages.
 inline std::string shape_str(c10::IntArrayRef sizes) {

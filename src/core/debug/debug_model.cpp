@@ -160,9 +160,9 @@ Work DebugModel::do_all_gather(ConstBuffer in, Buffer out, const Group& group) {
 }
 Work DebugModel::do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, int,
                                  const Group& group) {
-  // Lengths differ by rank on purpose: the group compares their sum, which every member knows.
-  const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
-  Call call = begin(Collective::AllGatherV, in.dtype, total, -1, -1, group);
+  // Lengths differ by rank on purpose: the group compares their sum (out.count, checked by the
+  // front door), which every member knows.
+  Call call = begin(Collective::AllGatherV, in.dtype, out.count, -1, -1, group);
   return run_async(call, [&] { return inner_->all_gather_v(in, out, counts, group); });
 }
 Work DebugModel::do_broadcast(Buffer data, int src, int, const Group& group) {
