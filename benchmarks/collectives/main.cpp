@@ -131,7 +131,7 @@ void run(const CollectivesOptions& o) {
                idist::hostname(), load_average());
     fmt::print("# times: per-iteration maximum over ranks, microseconds; bandwidth: 10^9 bytes/s from p50\n");
     for (std::size_t k = 1; k < variants.size(); ++k)
-      fmt::print("# {}: {} ({}, ...) on idist's communicator; ratio_{} = idist p50 / {} p50\n", variants[k].name,
+      fmt::print("# {}: {} ({}, ...) on its own communicator over the same ranks; ratio_{} = idist p50 / {} p50\n", variants[k].name,
                  variants[k].raw->call_name("all_reduce"), variants[k].raw->call_name("barrier"), variants[k].name,
                  variants[k].name);
   }

@@ -5,7 +5,7 @@
 namespace idist_bench {
 
 #if IDIST_HAVE_MPI
-std::unique_ptr<RawBackend> make_raw_mpi(idist::ComputationModel& model, RawKind kind);
+std::unique_ptr<RawBackend> make_raw_mpi(RawKind kind);
 #endif
 #if IDIST_HAVE_GLOO
 std::unique_ptr<RawBackend> make_raw_gloo(idist::ComputationModel& model, RawKind kind);
@@ -15,7 +15,7 @@ std::unique_ptr<RawBackend> make_raw_backend(idist::ComputationModel& model, Raw
   const auto backend = model.backend();
   if (!backend) return nullptr;
 #if IDIST_HAVE_MPI
-  if (*backend == "mpi") return make_raw_mpi(model, kind);
+  if (*backend == "mpi") return make_raw_mpi(kind);
 #endif
 #if IDIST_HAVE_GLOO
   if (*backend == "gloo") return make_raw_gloo(model, kind);

@@ -1,6 +1,7 @@
 #pragma once
-// The backend's own collectives, called directly on the communicator idist uses: the baseline the
-// benchmarks compare idist against ("what the user would get by calling MPI / Gloo themselves").
+// The backend's own collectives, called directly on a communicator of the benchmark's own over the
+// same ranks: the baseline the benchmarks compare idist against ("what the user would get by
+// calling MPI / Gloo themselves").
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -9,8 +10,9 @@
 
 namespace idist_bench {
 
-/// Raw float32 collectives of one backend on idist's own world communicator (same ranks, same
-/// connections). Every call blocks until the operation is complete on this rank.
+/// Raw float32 collectives of one backend over idist's world (same ranks, same network address;
+/// mpi: a duplicate of MPI_COMM_WORLD, gloo: a context connected through idist). Every call blocks
+/// until the operation is complete on this rank. Destroy it before idist::finalize().
 class RawBackend {
  public:
   virtual ~RawBackend() = default;
@@ -37,7 +39,8 @@ enum class RawKind {
 };
 
 /// The raw backend for the current idist model ("mpi" or "gloo"), or nullptr when there is none
-/// (serial, nccl, a backend not compiled in, or a kind the backend lacks).
+/// (serial, nccl, a backend not compiled in, or a kind the backend lacks). Collective: every rank
+/// calls it (gloo connects its context through idist).
 std::unique_ptr<RawBackend> make_raw_backend(idist::ComputationModel& model, RawKind kind = RawKind::Blocking);
 
 }  // namespace idist_bench

@@ -1,17 +1,82 @@
-// Raw Gloo collectives on the world context of idist's gloo backend (same TCP pairs, same timeout).
+// Raw Gloo collectives on the benchmark's own gloo context: a TCP device on the address idist's gloo
+// backend listens on, its pairs connected by exchanging their addresses with idist::all_gather, so
+// the benchmark needs only idist's public API and Gloo's.
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/context.h>
 #include <gloo/math.h>
+#include <gloo/transport/context.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <sstream>
+#include <stdexcept>
 
 #include "common/raw_backend.hpp"
-#include "gloo/gloo_model.hpp"
+#include "idist/collectives.hpp"
 
 namespace idist_bench {
 
 namespace {
+
+// A gloo context whose pairs are connected through idist: each rank creates one pair per peer and
+// all-gathers their addresses with idist::all_gather (no rendezvous store is needed).
+class IdistConnectedContext final : public gloo::Context {
+ public:
+  IdistConnectedContext(int rank, int size) : gloo::Context(rank, size) {}
+
+  void connect(const std::shared_ptr<gloo::transport::Device>& device) {
+    auto transport = device->createContext(rank, size);
+    transport->setTimeout(getTimeout());
+    // This rank's pair addresses, one per peer in rank order, each prefixed by its length.
+    std::string mine;
+    for (int peer = 0; peer < size; ++peer) {
+      if (peer == rank) continue;
+      const std::vector<char> address = transport->createPair(peer)->address().bytes();
+      mine += std::to_string(address.size()) + ':' + std::string(address.begin(), address.end());
+    }
+    const std::vector<std::string> all = idist::all_gather(std::string_view(mine));
+    for (int peer = 0; peer < size; ++peer) {
+      if (peer == rank) continue;
+      transport->getPair(peer)->connect(address_for(all[std::size_t(peer)], peer));
+    }
+    device_ = device;
+    transportContext_ = std::move(transport);
+  }
+
+ private:
+  // The address rank `peer` created for this rank: entry `rank` of its list, one lower past itself.
+  std::vector<char> address_for(const std::string& list, int peer) const {
+    const int index = rank < peer ? rank : rank - 1;
+    std::size_t pos = 0;
+    for (int i = 0;; ++i) {
+      const std::size_t colon = list.find(':', pos);
+      if (colon == std::string::npos) throw std::runtime_error("raw gloo: short address list from a peer");
+      const std::size_t len = std::stoul(list.substr(pos, colon - pos));
+      if (i == index) return std::vector<char>(list.begin() + long(colon + 1), list.begin() + long(colon + 1 + len));
+      pos = colon + 1 + len;
+    }
+  }
+};
+
+// The address idist's gloo backend listens on: the second word of network_interface()
+// ("eth0 198.18.0.2 (why)"), the loopback when it says nothing.
+std::string listen_address(const idist::ComputationModel& model) {
+  std::istringstream words(model.network_interface().value_or("lo 127.0.0.1"));
+  std::string iface, address;
+  words >> iface >> address;
+  return address.empty() ? "127.0.0.1" : address;
+}
+
+std::shared_ptr<gloo::Context> connect_world(const idist::ComputationModel& model) {
+  gloo::transport::tcp::attr attr;
+  attr.hostname = listen_address(model);
+  auto context = std::make_shared<IdistConnectedContext>(model.rank(), model.world_size());
+  context->setTimeout(model.timeout());
+  context->connect(gloo::transport::tcp::CreateDevice(attr));
+  return context;
+}
 
 class RawGloo final : public RawBackend {
  public:
@@ -62,8 +127,7 @@ class RawGloo final : public RawBackend {
 
 std::unique_ptr<RawBackend> make_raw_gloo(idist::ComputationModel& model, RawKind kind) {
   if (kind != RawKind::Blocking) return nullptr;  // gloo's algorithms only block
-  auto& g = static_cast<idist::gloo_backend::GlooModel&>(model.backend_model());  // backend() == "gloo"
-  return std::make_unique<RawGloo>(g.world_context(), model.timeout());
+  return std::make_unique<RawGloo>(connect_world(model), model.timeout());
 }
 
 }  // namespace idist_bench

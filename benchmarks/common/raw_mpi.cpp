@@ -1,11 +1,11 @@
-// Raw MPI collectives on the duplicate of MPI_COMM_WORLD that idist's mpi backend communicates on.
+// Raw MPI collectives on the benchmark's own duplicate of MPI_COMM_WORLD (MPI was initialized by
+// idist's mpi backend; a duplicate communicator shares its transports and connections).
 #include <mpi.h>
 
 #include <stdexcept>
 #include <string>
 
 #include "common/raw_backend.hpp"
-#include "mpi/mpi_model.hpp"
 
 namespace idist_bench {
 
@@ -22,7 +22,13 @@ void check(int rc, const char* fn) {
 
 class RawMpi final : public RawBackend {
  public:
-  RawMpi(MPI_Comm comm, bool nonblocking) : comm_(comm), nb_(nonblocking) {}
+  explicit RawMpi(bool nonblocking) : nb_(nonblocking) {
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
+    check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  }
+  ~RawMpi() override { MPI_Comm_free(&comm_); }
+  RawMpi(const RawMpi&) = delete;
+  RawMpi& operator=(const RawMpi&) = delete;
 
   std::string call_name(const std::string& op) const override {
     if (op == "all_reduce") return nb_ ? "MPI_Iallreduce" : "MPI_Allreduce";
@@ -58,15 +64,12 @@ class RawMpi final : public RawBackend {
   }
 
  private:
-  MPI_Comm comm_;
+  MPI_Comm comm_ = MPI_COMM_NULL;
   bool nb_;
 };
 
 }  // namespace
 
-std::unique_ptr<RawBackend> make_raw_mpi(idist::ComputationModel& model, RawKind kind) {
-  auto& mpi = static_cast<idist::mpi_backend::NativeMPIModel&>(model.backend_model());  // backend() == "mpi"
-  return std::make_unique<RawMpi>(mpi.world_comm(), kind == RawKind::NonBlocking);
-}
+std::unique_ptr<RawBackend> make_raw_mpi(RawKind kind) { return std::make_unique<RawMpi>(kind == RawKind::NonBlocking); }
 
 }  // namespace idist_bench

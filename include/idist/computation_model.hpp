@@ -44,20 +44,24 @@ class ComputationModel {
   virtual std::optional<std::string> backend() const = 0;
 
   /// Rank of this process in the world, in [0, world_size()).
-  virtual int rank() const = 0;
+  int rank() const noexcept { return layout_.rank; }
   /// Rank of this process among the processes of its node.
-  virtual int local_rank() const = 0;
+  int local_rank() const noexcept { return layout_.local_rank; }
   /// Number of processes in the world.
-  virtual int world_size() const = 0;
+  int world_size() const noexcept { return layout_.world_size; }
   /// Number of processes on each node.
-  virtual int nproc_per_node() const = 0;
+  int nproc_per_node() const noexcept { return layout_.nproc_per_node; }
   /// Index of this process's node, in [0, nnodes()).
-  virtual int node_rank() const = 0;
+  int node_rank() const noexcept { return layout_.node_rank; }
   /// Number of nodes.
-  virtual int nnodes() const = 0;
+  int nnodes() const noexcept { return layout_.nnodes; }
+  /// All six numbers above at once.
+  const WorldLayout& layout() const noexcept { return layout_; }
   /// The device this rank computes on (see idist::device()).
   virtual Device device() const;
-  /// Hint for the local rank when the context was created outside idist (ignite's set_local_rank).
+  /// Hint for the local rank when the context was created outside idist (ignite's set_local_rank):
+  /// backends that discover ranks from their launcher (mpi, gloo) take it; serial and nccl (whose
+  /// device is already chosen by the local rank) ignore it.
   virtual void set_local_rank(int local_rank);
   /// Whether a non-blocking collective advances while the caller computes (a worker thread, a GPU
   /// stream). For mpi only with its progress thread (InitOptions::mpi_progress_thread; by default
@@ -140,6 +144,10 @@ class ComputationModel {
  protected:
   /// @param timeout bound on rendezvous and on every collective (InitOptions::timeout).
   explicit ComputationModel(std::chrono::milliseconds timeout) : timeout_(timeout) {}
+  /// Records the layout the backend discovered (the serial model keeps the default: rank 0 of 1).
+  void set_layout(const WorldLayout& layout) noexcept { layout_ = layout; }
+  /// The local rank part of set_layout(), for set_local_rank() overrides.
+  void set_layout_local_rank(int local_rank) noexcept { layout_.local_rank = local_rank; }
   /// Checks `group` against the world size and returns its ranks ascending (all ranks for the world).
   /// @throws ValueError for an empty list, a duplicate or a rank outside [0, world_size()).
   std::vector<int> normalize_group(const Group& group) const;
@@ -190,6 +198,7 @@ class ComputationModel {
   int check_broadcast(const Buffer& data, int src, const Group& group) const;
 
   std::chrono::milliseconds timeout_;
+  WorldLayout layout_;
 };
 
 }  // namespace idist

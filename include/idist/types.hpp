@@ -156,4 +156,16 @@ struct ConstBuffer {
   std::size_t bytes() const noexcept { return count * dtype_size(dtype); }
 };
 
+/// Where a rank sits in the world: what every backend discovers at initialize() and the model
+/// holds for ignite's get_rank(), get_local_rank(), get_world_size(), get_nproc_per_node(),
+/// get_node_rank() and get_nnodes().
+struct WorldLayout {
+  int rank = 0;            ///< rank in the world, in [0, world_size)
+  int local_rank = 0;      ///< rank among the processes of this node
+  int world_size = 1;      ///< number of processes
+  int nproc_per_node = 1;  ///< processes on each node
+  int node_rank = 0;       ///< index of this node, in [0, nnodes)
+  int nnodes = 1;          ///< number of nodes
+};
+
 }  // namespace idist

@@ -19,7 +19,7 @@ namespace idist {
 namespace {
 
 struct ContextState {
-  std::unique_ptr<ComputationModel> model = std::make_unique<serial::SerialModel>();
+  std::unique_ptr<ComputationModel> model = std::make_unique<serial_backend::SerialModel>();
   bool serial = true;
   // ignite's _need_to_sync: while serial and not explicitly initialized, every query first looks for
   // a context created outside idist (e.g. the program's own MPI_Init) and adopts it.
@@ -88,7 +88,7 @@ void finalize() {
   ContextState& s = state();
   if (s.serial) return;
   std::unique_ptr<ComputationModel> model = std::move(s.model);
-  s.model = std::make_unique<serial::SerialModel>();
+  s.model = std::make_unique<serial_backend::SerialModel>();
   s.serial = true;
   s.need_to_sync = true;
   model->finalize();

@@ -17,13 +17,14 @@
 #include <cstring>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/backend_factories.hpp"
 #include "core/cuda_probe.hpp"
 #include "gloo/call_tag.hpp"
 #include "gloo/gloo_store.hpp"
 #include "gloo/peer_diagnosis.hpp"
-#include "gloo/reduce_functions.hpp"
+#include "core/host_reduce.hpp"
 #include "gloo/tcp_device.hpp"
 #include "idist/error.hpp"
 #include "store/prefix_store.hpp"
@@ -39,12 +40,6 @@ constexpr std::chrono::milliseconds kPeerProbeTimeout{1000};
 constexpr std::chrono::milliseconds kFailureReportGrace = kPeerProbeTimeout + std::chrono::milliseconds(1000);
 
 using rendezvous::describe_rank;
-
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
-  return s + "]";
-}
 
 // Calls f(T{}) with an unsigned integer type of `size` bytes: gloo's options take the element size
 // from the pointer type, and our reduce functions interpret the bytes by their real dtype.
@@ -69,20 +64,22 @@ bool read_bcube_choice() {
 }  // namespace
 
 GlooModel::GlooModel(const InitOptions& opts) : ComputationModel(opts.timeout) {
-  info_ = rendezvous::discover(opts);
+  rendezvous::WorldInfo info = rendezvous::discover(opts);
+  set_layout(info.layout());  // provisional until exchange_topology()
   use_bcube_ = read_bcube_choice();
-  env_ = rendezvous::EnvOverride(info_);
+  env_ = rendezvous::EnvOverride(info);
   try {
-    store_ = rendezvous::open_store(opts, info_);
-    if (!info_.topology_exact || !info_.local_rank_known) rendezvous::exchange_topology(*store_, info_, timeout());
-    interface_ = rendezvous::select_interface(info_.master_addr, info_.nnodes);
-    peers_ = rendezvous::exchange_peers(*store_, info_.rank, info_.world_size, {idist::hostname(), interface_.address},
+    store_ = rendezvous::open_store(opts, info);
+    if (!info.topology_exact || !info.local_rank_known) rendezvous::exchange_topology(*store_, info, timeout());
+    set_layout(info.layout());
+    interface_ = rendezvous::select_interface(info.master_addr, info.nnodes);
+    peers_ = rendezvous::exchange_peers(*store_, info.rank, info.world_size, {idist::hostname(), interface_.address},
                                         timeout());
     if (const auto why = rendezvous::unreachable_addresses(peers_, "GLOO_SOCKET_IFNAME"))
-      throw BackendError(fmt::format("gloo: rank {} cannot form the world: {}", info_.rank, *why));
+      throw BackendError(fmt::format("gloo: rank {} cannot form the world: {}", info.rank, *why));
     device_ = make_tcp_device(interface_);
-    std::vector<int> all(std::size_t(info_.world_size));
-    for (int r = 0; r < info_.world_size; ++r) all[std::size_t(r)] = r;
+    std::vector<int> all(std::size_t(info.world_size));
+    for (int r = 0; r < info.world_size; ++r) all[std::size_t(r)] = r;
     world_ = connect(std::move(all), "world", "idist/gloo/world");
   } catch (...) {
     teardown(false);
@@ -95,17 +92,17 @@ GlooModel::~GlooModel() {
 }
 
 Device GlooModel::device() const {
-  return core::cuda_device_count() > 0 ? Device{DeviceType::CUDA, info_.local_rank} : Device{};
+  return core::cuda_device_count() > 0 ? Device{DeviceType::CUDA, local_rank()} : Device{};
 }
 
-void GlooModel::set_local_rank(int local_rank) { info_.local_rank = local_rank; }
+void GlooModel::set_local_rank(int local_rank) { set_layout_local_rank(local_rank); }
 
 std::unique_ptr<Communicator> GlooModel::connect(std::vector<int> ranks, std::string name, const std::string& prefix) {
   auto comm = std::make_unique<Communicator>();
-  const int pos = int(std::lower_bound(ranks.begin(), ranks.end(), info_.rank) - ranks.begin());
+  const int pos = int(std::lower_bound(ranks.begin(), ranks.end(), rank()) - ranks.begin());
   auto context = std::make_shared<gloo::rendezvous::Context>(pos, int(ranks.size()));
   context->setTimeout(timeout());
-  const std::string what = "gloo: rank " + std::to_string(info_.rank) + " could not connect the communicator of group " +
+  const std::string what = "gloo: rank " + std::to_string(rank()) + " could not connect the communicator of group " +
                            name + " (" + std::to_string(ranks.size()) + " ranks) through " + store_->describe() +
                            " within " + std::to_string(timeout().count()) + " ms: ";
   try {
@@ -130,22 +127,19 @@ std::unique_ptr<Communicator> GlooModel::connect(std::vector<int> ranks, std::st
 
 Communicator& GlooModel::communicator(const Group& group) {
   if (group.is_world()) return *world_;
-  std::vector<int> ranks = normalize_group(group);
-  if (int(ranks.size()) == info_.world_size) return *world_;  // the whole world, listed
-  std::lock_guard lock(groups_mutex_);
-  auto it = groups_.find(ranks);
-  if (it != groups_.end()) return *it->second;
-  std::string key;
-  for (int r : ranks) key += (key.empty() ? "" : ",") + std::to_string(r);
-  auto comm = connect(ranks, rank_list(ranks), "idist/gloo/group/" + key);
-  return *groups_.emplace(std::move(ranks), std::move(comm)).first->second;
+  if (const auto* comm = groups_.find(group.ranks())) return **comm;
+  const std::vector<int> ranks = normalize_group(group);
+  if (int(ranks.size()) == world_size()) return *world_;  // the whole world, listed
+  return *groups_.get_or_create(group.ranks(), ranks, [&](const std::vector<int>& sorted) {
+    return connect(sorted, Group(sorted).str(), fmt::format("idist/gloo/group/{}", fmt::join(sorted, ",")));
+  });
 }
 
 std::optional<int> GlooModel::group_rank(const Group& group) {
-  if (group.is_world()) return info_.rank;
+  if (group.is_world()) return rank();
   const std::vector<int> ranks = normalize_group(group);
-  const auto it = std::lower_bound(ranks.begin(), ranks.end(), info_.rank);
-  if (it == ranks.end() || *it != info_.rank) return std::nullopt;  // non-members take no part
+  const auto it = std::lower_bound(ranks.begin(), ranks.end(), rank());
+  if (it == ranks.end() || *it != rank()) return std::nullopt;  // non-members take no part
   communicator(group);
   return int(it - ranks.begin());
 }
@@ -197,7 +191,7 @@ void GlooModel::run_guarded(Communicator& comm, const char* op, int rank, const 
 template <class Run>
 Work GlooModel::submit(Communicator& comm, const char* op, Run run) {
   const auto timeout = this->timeout();
-  const int rank = info_.rank;
+  const int rank = this->rank();
   // One closure per operation: the lane's std::function holds it (a single allocation).
   const rendezvous::PeerTable& peers = peers_;
   auto impl = comm.lane->submit([&comm, op, rank, &peers, run = std::move(run)] { run_guarded(comm, op, rank, peers, run); },
@@ -210,7 +204,7 @@ Work GlooModel::submit(Communicator& comm, const char* op, Run run) {
 template <class Run>
 Work GlooModel::issue(Communicator& comm, const char* op, bool blocking, Run run) {
   if (!blocking) return submit(comm, op, std::move(run));
-  const int rank = info_.rank;
+  const int rank = this->rank();
   if (!comm.lane->run_if_idle([&] { run_guarded(comm, op, rank, peers_, run); })) submit(comm, op, std::move(run)).wait();
   return Work{};
 }
@@ -241,7 +235,7 @@ void GlooModel::do_barrier_blocking(const Group& group) { barrier_impl(group, tr
 static std::shared_ptr<gloo::Context> borrow(gloo::Context& ctx) { return {std::shared_ptr<void>(), &ctx}; }
 
 Work GlooModel::all_reduce_impl(Buffer data, ReduceOp op, const Group& group, bool blocking) {
-  const ReduceFn fn = reduce_function(data.dtype, op);  // ValueError for And / Or on floats
+  const core::ReduceFn fn = core::reduce_function(data.dtype, op);  // ValueError for And / Or on floats
   Communicator& comm = communicator(group);
   if (data.count == 0) return Work{};
   const auto algorithm = use_bcube_ ? gloo::AllreduceOptions::Algorithm::BCUBE : gloo::AllreduceOptions::Algorithm::RING;
@@ -335,7 +329,7 @@ void GlooModel::do_monitored_barrier(const Group& group, std::chrono::millisecon
   Communicator& comm = communicator(group);
   const std::uint64_t n = comm.monitored_barriers.fetch_add(1);
   store::store_monitored_barrier(*store_, fmt::format("idist/monitored_barrier/{}/{}", comm.name, n), comm.ranks,
-                                 info_.rank, timeout, wait_all_ranks);
+                                 rank(), timeout, wait_all_ranks);
 }
 
 void GlooModel::finalize() {
@@ -349,19 +343,16 @@ void GlooModel::teardown(bool barrier_first) noexcept {
     try {
       barrier(Group{}).wait();
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "idist: gloo finalize on rank %d: closing barrier failed: %s\n", info_.rank, e.what());
+      std::fprintf(stderr, "idist: gloo finalize on rank %d: closing barrier failed: %s\n", rank(), e.what());
     }
   }
   try {
-    {
-      std::lock_guard lock(groups_mutex_);
-      for (auto& [ranks, comm] : groups_) comm->lane->stop("the gloo backend was finalized");
-    }
+    groups_.for_each([](auto& comm) { comm->lane->stop("the gloo backend was finalized"); });
     if (world_) world_->lane->stop("the gloo backend was finalized");
     // Leaving on an error (no closing barrier, or a failed communicator): peers may be dead or stuck, so
     // rank 0's store server must not wait for them to disconnect; a rank that raised exits promptly.
     bool failed = !barrier_first || (world_ && world_->broken.load());
-    for (auto& [ranks, comm] : groups_) failed = failed || comm->broken.load();
+    groups_.for_each([&](auto& comm) { failed = failed || comm->broken.load(); });
     if (failed && store_) store_->leave_without_waiting();
     groups_.clear();  // contexts close their connections
     world_.reset();
@@ -369,7 +360,7 @@ void GlooModel::teardown(bool barrier_first) noexcept {
     retained_->clear();  // the loop thread that could signal them is gone with the device
     store_.reset();  // after a clean finalize, rank 0's server waits (bounded) for the other ranks to disconnect
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "idist: gloo finalize on rank %d: %s\n", info_.rank, e.what());
+    std::fprintf(stderr, "idist: gloo finalize on rank %d: %s\n", rank(), e.what());
   }
   env_.restore();
   sigpipe_.restore();

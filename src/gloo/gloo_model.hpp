@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/group_cache.hpp"
 #include "gloo/op_lane.hpp"
 #include "gloo/retained_options.hpp"
 #include "gloo/sigpipe_guard.hpp"
@@ -71,16 +72,6 @@ class GlooModel final : public ComputationModel {
 
   std::string model_name() const override { return "gloo-dist"; }
   std::optional<std::string> backend() const override { return "gloo"; }
-  int rank() const override { return info_.rank; }
-  int local_rank() const override { return info_.local_rank; }
-  int world_size() const override { return info_.world_size; }
-  int nproc_per_node() const override { return info_.nproc_per_node; }
-  int node_rank() const override { return info_.node_rank; }
-  int nnodes() const override { return info_.nnodes; }
-  /// The connected gloo context of the world group (benchmarks run raw gloo algorithms on it to
-  /// compare like with like); null after finalize(). Do not use it while an idist collective is in
-  /// flight: one gloo context runs one operation at a time.
-  std::shared_ptr<gloo::Context> world_context() const { return world_ ? world_->context : nullptr; }
   Device device() const override;
   void set_local_rank(int local_rank) override;
   std::optional<std::string> network_interface() const override { return interface_.describe(); }
@@ -134,7 +125,6 @@ class GlooModel final : public ComputationModel {
   /// Releases everything in teardown order. `barrier_first`: finalize()'s closing barrier.
   void teardown(bool barrier_first) noexcept;
 
-  rendezvous::WorldInfo info_;
   rendezvous::EnvOverride env_;
   SigpipeGuard sigpipe_;
   std::shared_ptr<store::Store> store_;
@@ -144,8 +134,7 @@ class GlooModel final : public ComputationModel {
   std::unique_ptr<RetainedOptions> retained_ = std::make_unique<RetainedOptions>();
   std::shared_ptr<gloo::transport::Device> device_;
   std::unique_ptr<Communicator> world_;
-  std::mutex groups_mutex_;
-  std::map<std::vector<int>, std::unique_ptr<Communicator>> groups_;
+  core::GroupCache<std::unique_ptr<Communicator>> groups_;
   bool use_bcube_ = false;
   bool torn_down_ = false;
 };

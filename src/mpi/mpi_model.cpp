@@ -1,6 +1,6 @@
-// NativeMPIModel: setup, groups and the non-blocking collectives.
+// MPIModel: setup, groups and the non-blocking collectives.
 #include "mpi/mpi_model.hpp"
-#include "mpi/mpi_monitored_barrier.hpp"
+#include "mpi/monitored_barrier.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -17,9 +17,9 @@
 #include "core/collective_checks.hpp"
 #include "core/cuda_probe.hpp"
 #include "idist/error.hpp"
-#include "mpi/mpi_error.hpp"
-#include "mpi/mpi_exit_timer.hpp"
-#include "mpi/mpi_work.hpp"
+#include "mpi/error.hpp"
+#include "mpi/exit_timer.hpp"
+#include "mpi/work.hpp"
 
 namespace idist::mpi_backend {
 
@@ -31,10 +31,12 @@ std::byte* at(void* base, std::size_t elements, std::size_t esize) {
 
 }  // namespace
 
-NativeMPIModel::NativeMPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_level,
+MPIModel::MPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_level,
                                const MpiSettings& settings)
     : ComputationModel(timeout), owns_mpi_(owns_mpi), thread_level_(thread_level), max_count_(settings.max_count) {
   serialize_mpi_calls = thread_level < MPI_THREAD_MULTIPLE;
+  int comm_rank = 0;
+  int comm_size = 1;
   {
     MpiCallGuard guard;
     int world_rank = 0;
@@ -48,37 +50,37 @@ NativeMPIModel::NativeMPIModel(std::chrono::milliseconds timeout, bool owns_mpi,
     // handler return too; an adopted context keeps the program's choice.
     if (owns_mpi_)
       check_mpi(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", world_rank);
-    check_mpi(MPI_Comm_rank(world_, &rank_), "MPI_Comm_rank", world_rank);
-    check_mpi(MPI_Comm_size(world_, &size_), "MPI_Comm_size", world_rank);
+    check_mpi(MPI_Comm_rank(world_, &comm_rank), "MPI_Comm_rank", world_rank);
+    check_mpi(MPI_Comm_size(world_, &comm_size), "MPI_Comm_size", world_rank);
   }
-  layout_ = measure_node_layout(world_, rank_);
-  local_rank_ = layout_.local_rank;
-  types_.create(rank_);
-  world_label_ = "world (ranks 0-" + std::to_string(size_ - 1) + ")";
+  const NodeLayout node = measure_node_layout(world_, comm_rank);
+  set_layout({comm_rank, node.local_rank, comm_size, node.nproc_per_node, node.node_rank, node.nnodes});
+  types_.create(rank());
+  world_label_ = "world (ranks 0-" + std::to_string(world_size() - 1) + ")";
   // Below MPI_THREAD_MULTIPLE idist holds one lock around each MPI call; a blocking collective would
   // hold it until the peers arrive, and two threads of a rank calling collectives on different groups
   // would deadlock (each rank's lock held by the thread the other rank's thread waits for). The
   // polled calls release it between tests.
   if (settings.blocking_collectives && thread_level >= MPI_THREAD_MULTIPLE)
-    watchdog_ = std::make_unique<Watchdog>(timeout, rank_);
+    watchdog_ = std::make_unique<Watchdog>(timeout, rank());
   // The progress thread pays when the wire is the bottleneck (across nodes); on one node the
   // transfers are memory copies that compete with backward for the same cores
   // (docs/performance.md). Its MPI_Test runs beside other threads' calls: MPI_THREAD_MULTIPLE only.
   // Every rank decides alike (the layout is global), though nothing requires it.
-  const bool progress = settings.progress_thread.value_or(layout_.nnodes > 1) && thread_level >= MPI_THREAD_MULTIPLE;
+  const bool progress = settings.progress_thread.value_or(nnodes() > 1) && thread_level >= MPI_THREAD_MULTIPLE;
   if (progress) {
-    progress_ = std::make_unique<ProgressThread>(rank_, health_, std::chrono::microseconds(50));
-    if (size_ < 4) progress_chunk_ = settings.progress_chunk_bytes;
+    progress_ = std::make_unique<ProgressThread>(rank(), health_, std::chrono::microseconds(50));
+    if (world_size() < 4) progress_chunk_ = settings.progress_chunk_bytes;
   }
 }
 
-Device NativeMPIModel::device() const {
-  return core::cuda_device_count() > 0 ? Device{DeviceType::CUDA, local_rank_} : Device{};
+Device MPIModel::device() const {
+  return core::cuda_device_count() > 0 ? Device{DeviceType::CUDA, local_rank()} : Device{};
 }
 
-void NativeMPIModel::set_local_rank(int local_rank) { local_rank_ = local_rank; }
+void MPIModel::set_local_rank(int local_rank) { set_layout_local_rank(local_rank); }
 
-void NativeMPIModel::finalize() {
+void MPIModel::finalize() {
   if (finalized_) return;
   finalized_ = true;
   if (progress_) {
@@ -86,7 +88,7 @@ void NativeMPIModel::finalize() {
     // the timeout are abandoned, which breaks the backend.
     if (const std::size_t left = progress_->drain(std::chrono::steady_clock::now() + timeout()))
       health_->mark(std::to_string(left) + " non-blocking collective(s) still pending at finalize() on rank " +
-                    std::to_string(rank_) + " after waiting " + std::to_string(timeout().count()) + " ms");
+                    std::to_string(rank()) + " after waiting " + std::to_string(timeout().count()) + " ms");
     progress_.reset();
   }
   watchdog_.reset();  // no blocking call can be in flight while finalize() runs
@@ -94,7 +96,7 @@ void NativeMPIModel::finalize() {
   MPI_Finalized(&mpi_finalized);
   if (mpi_finalized) return;  // the program finalized MPI itself: its handles are gone already
   if (health_->broken()) abort_broken();
-  groups_.release();  // takes the MPI call lock itself
+  release(groups_);  // takes the MPI call lock itself
   MpiCallGuard guard;
   types_.release();
   MPI_Comm_free(&world_);
@@ -105,11 +107,11 @@ void NativeMPIModel::finalize() {
   const ExitTimer timer(bound, 1,
                         fmt::format("idist: finalize() on rank {}: MPI_Finalize has not returned after {} ms (a peer "
                                     "ended the job, or the launcher stopped answering); leaving with exit code 1",
-                                    rank_, bound.count()));
-  check_mpi(MPI_Finalize(), "MPI_Finalize", rank_);
+                                    rank(), bound.count()));
+  check_mpi(MPI_Finalize(), "MPI_Finalize", rank());
 }
 
-void NativeMPIModel::abort_broken() const {
+void MPIModel::abort_broken() const {
   // Peers that hung in the same collective reach their own timeout about now; aborting at once would
   // kill them before they report it (and write their flight recorders), so they get a grace period.
   // Half the timeout, so that it rarely ends together with a peer's watchdog abort (an mpirun under
@@ -120,7 +122,7 @@ void NativeMPIModel::abort_broken() const {
                "cancel or free the collective left pending, and MPI_Finalize would crash or hang on it, so the job "
                "is ended instead (this rank exits with code 1 and the launcher ends the others) in %lld ms, once "
                "the other ranks could report.\n",
-               rank_, health_->first_failure().c_str(), static_cast<long long>(grace.count()));
+               rank(), health_->first_failure().c_str(), static_cast<long long>(grace.count()));
   std::fflush(stderr);
   std::this_thread::sleep_for(grace);
   abort_job(1);
@@ -129,35 +131,36 @@ void NativeMPIModel::abort_broken() const {
 // ---------------------------------------------------------------------------------------------
 // groups
 
-const GroupComm& NativeMPIModel::group_comm(const Group& group) {
+const GroupComm& MPIModel::group_comm(const Group& group) {
   if (const GroupComm* g = groups_.find(group.ranks())) return *g;
-  return groups_.get_or_create(group.ranks(), normalize_group(group), world_, rank_);
+  return groups_.get_or_create(group.ranks(), normalize_group(group),
+                               [&](const std::vector<int>& sorted) { return split_group(sorted, world_, rank()); });
 }
 
-std::optional<int> NativeMPIModel::group_rank(const Group& group) {
-  if (group.is_world()) return rank_;
+std::optional<int> MPIModel::group_rank(const Group& group) {
+  if (group.is_world()) return rank();
   const GroupComm& g = group_comm(group);
   if (g.rank < 0) return std::nullopt;
   return g.rank;
 }
 
-MPI_Comm NativeMPIModel::member_comm(const Group& group, const char* fn) {
+MPI_Comm MPIModel::member_comm(const Group& group, const char* fn) {
   if (group.is_world()) [[likely]]
     return world_;
   const GroupComm& g = group_comm(group);
-  if (g.comm == MPI_COMM_NULL) core::throw_not_member(fn, rank_, group);
+  if (g.comm == MPI_COMM_NULL) core::throw_not_member(fn, rank(), group);
   return g.comm;
 }
 
-MPI_Comm NativeMPIModel::healthy_comm(const Group& group, const char* fn) {
-  health_->check(fn, rank_);
+MPI_Comm MPIModel::healthy_comm(const Group& group, const char* fn) {
+  health_->check(fn, rank());
   return member_comm(group, fn);
 }
 
-void NativeMPIModel::do_monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) {
+void MPIModel::do_monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) {
   std::vector<int> members = normalize_group(group);
   const MPI_Comm comm = member_comm(group, "monitored_barrier");
-  const int comm_rank = int(std::lower_bound(members.begin(), members.end(), rank_) - members.begin());
+  const int comm_rank = int(std::lower_bound(members.begin(), members.end(), rank()) - members.begin());
   std::uint64_t generation = 0;
   {
     std::lock_guard lock(monitored_mutex_);
@@ -169,29 +172,29 @@ void NativeMPIModel::do_monitored_barrier(const Group& group, std::chrono::milli
 // ---------------------------------------------------------------------------------------------
 // collectives
 
-Work NativeMPIModel::make_work(MPI_Request request, const char* mpi_fn, std::string_view op) {
+Work MPIModel::make_work(MPI_Request request, const char* mpi_fn, std::string_view op) {
   if (progress_) [[unlikely]]
-    return Work(progress_->track({request}, {}, mpi_fn), op, rank_, timeout());
-  return Work(std::make_shared<MpiWork>(request, mpi_fn, rank_, health_), op, rank_, timeout());
+    return Work(progress_->track({request}, {}, mpi_fn), op, rank(), timeout());
+  return Work(std::make_shared<MpiWork>(request, mpi_fn, rank(), health_), op, rank(), timeout());
 }
 
-Work NativeMPIModel::make_work(std::vector<MPI_Request> requests, std::vector<int> ints, const char* mpi_fn,
+Work MPIModel::make_work(std::vector<MPI_Request> requests, std::vector<int> ints, const char* mpi_fn,
                                std::string_view op) {
-  if (progress_) return Work(progress_->track(std::move(requests), std::move(ints), mpi_fn), op, rank_, timeout());
-  return Work(std::make_shared<MpiWork>(std::move(requests), std::move(ints), mpi_fn, rank_, health_), op, rank_,
+  if (progress_) return Work(progress_->track(std::move(requests), std::move(ints), mpi_fn), op, rank(), timeout());
+  return Work(std::make_shared<MpiWork>(std::move(requests), std::move(ints), mpi_fn, rank(), health_), op, rank(),
               timeout());
 }
 
-const char* NativeMPIModel::group_label(const Group& group) {
+const char* MPIModel::group_label(const Group& group) {
   return group.is_world() ? world_label_.c_str() : group_comm(group).label.c_str();
 }
 
-NativeMPIModel::ReduceCall NativeMPIModel::prepare_all_reduce(const Buffer& data, ReduceOp op, const Group& group) {
+MPIModel::ReduceCall MPIModel::prepare_all_reduce(const Buffer& data, ReduceOp op, const Group& group) {
   const MPI_Comm comm = healthy_comm(group, "all_reduce");
   return ReduceCall{comm, types_.datatype(data.dtype), types_.op(data.dtype, op)};
 }
 
-Work NativeMPIModel::do_all_reduce(Buffer data, ReduceOp op, const Group& group) {
+Work MPIModel::do_all_reduce(Buffer data, ReduceOp op, const Group& group) {
   const auto [comm, type, mpi_op] = prepare_all_reduce(data, op, group);
   // With the progress thread, large all-reduces go out as several chunks in flight at once: for
   // fewer than 4 ranks libnbc reduces to rank 0 and then broadcasts, one link direction after the
@@ -224,7 +227,7 @@ Work NativeMPIModel::do_all_reduce(Buffer data, ReduceOp op, const Group& group)
   return make_work(std::move(requests), {}, "MPI_Iallreduce", "all_reduce");
 }
 
-Work NativeMPIModel::do_all_gather(ConstBuffer in, Buffer out, const Group& group) {
+Work MPIModel::do_all_gather(ConstBuffer in, Buffer out, const Group& group) {
   const MPI_Comm comm = healthy_comm(group, "all_gather");
   if (in.count > max_count_) {
     const std::vector<std::size_t> counts(std::size_t(group_size(group)), in.count);
@@ -241,7 +244,7 @@ Work NativeMPIModel::do_all_gather(ConstBuffer in, Buffer out, const Group& grou
   return make_work(request, "MPI_Iallgather", "all_gather");
 }
 
-Work NativeMPIModel::do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, int me,
+Work MPIModel::do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, int me,
                                      const Group& group) {
   const MPI_Comm comm = healthy_comm(group, "all_gather");
   const std::size_t n = counts.size();
@@ -268,7 +271,7 @@ Work NativeMPIModel::do_all_gather_v(ConstBuffer in, Buffer out, std::span<const
   return make_work(std::vector<MPI_Request>{request}, std::move(ints), "MPI_Iallgatherv", "all_gather");
 }
 
-Work NativeMPIModel::all_gather_by_broadcasts(ConstBuffer in, Buffer out, std::span<const std::size_t> counts,
+Work MPIModel::all_gather_by_broadcasts(ConstBuffer in, Buffer out, std::span<const std::size_t> counts,
                                               int group_rank, MPI_Comm comm, std::string_view op) {
   const std::size_t esize = dtype_size(in.dtype);
   const MPI_Datatype type = types_.datatype(in.dtype);
@@ -290,7 +293,7 @@ Work NativeMPIModel::all_gather_by_broadcasts(ConstBuffer in, Buffer out, std::s
   return make_work(std::move(requests), {}, "MPI_Ibcast", op);
 }
 
-Work NativeMPIModel::do_broadcast(Buffer data, int, int root, const Group& group) {
+Work MPIModel::do_broadcast(Buffer data, int, int root, const Group& group) {
   const MPI_Comm comm = healthy_comm(group, "broadcast");
   const MPI_Datatype type = types_.datatype(data.dtype);
   if (data.count <= max_count_) [[likely]] {
@@ -315,7 +318,7 @@ Work NativeMPIModel::do_broadcast(Buffer data, int, int root, const Group& group
   return make_work(std::move(requests), {}, "MPI_Ibcast", "broadcast");
 }
 
-Work NativeMPIModel::do_barrier(const Group& group) {
+Work MPIModel::do_barrier(const Group& group) {
   const MPI_Comm comm = healthy_comm(group, "barrier");
   MPI_Request request;
   int rc;
@@ -332,7 +335,7 @@ Work NativeMPIModel::do_barrier(const Group& group) {
 // MPI's int counts, and calls that find every watchdog slot taken, use the polled default.
 
 template <class Call>
-bool NativeMPIModel::run_watched(const char* op, const Group& group, const char* mpi_fn, Call call) {
+bool MPIModel::run_watched(const char* op, const Group& group, const char* mpi_fn, Call call) {
   const Watchdog::Scope watched(*watchdog_, op, group_label(group));
   if (!watched) return false;
   int rc;
@@ -344,7 +347,7 @@ bool NativeMPIModel::run_watched(const char* op, const Group& group, const char*
   return true;
 }
 
-void NativeMPIModel::do_all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) {
+void MPIModel::do_all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) {
   if (watchdog_ && data.count <= max_count_) {
     const auto [comm, type, mpi_op] = prepare_all_reduce(data, op, group);
     if (run_watched("all_reduce", group, "MPI_Allreduce",
@@ -354,7 +357,7 @@ void NativeMPIModel::do_all_reduce_blocking(Buffer data, ReduceOp op, const Grou
   ComputationModel::do_all_reduce_blocking(data, op, group);
 }
 
-void NativeMPIModel::do_all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) {
+void MPIModel::do_all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) {
   if (watchdog_ && in.count <= max_count_) {
     const MPI_Comm comm = healthy_comm(group, "all_gather");
     const MPI_Datatype type = types_.datatype(in.dtype);
@@ -366,7 +369,7 @@ void NativeMPIModel::do_all_gather_blocking(ConstBuffer in, Buffer out, const Gr
   ComputationModel::do_all_gather_blocking(in, out, group);
 }
 
-void NativeMPIModel::do_broadcast_blocking(Buffer data, int src, int root, const Group& group) {
+void MPIModel::do_broadcast_blocking(Buffer data, int src, int root, const Group& group) {
   if (watchdog_ && data.count <= max_count_) {
     const MPI_Comm comm = healthy_comm(group, "broadcast");
     const MPI_Datatype type = types_.datatype(data.dtype);
@@ -377,7 +380,7 @@ void NativeMPIModel::do_broadcast_blocking(Buffer data, int src, int root, const
   ComputationModel::do_broadcast_blocking(data, src, root, group);
 }
 
-void NativeMPIModel::do_barrier_blocking(const Group& group) {
+void MPIModel::do_barrier_blocking(const Group& group) {
   if (watchdog_) {
     const MPI_Comm comm = healthy_comm(group, "barrier");
     if (run_watched("barrier", group, "MPI_Barrier", [&] { return MPI_Barrier(comm); })) return;

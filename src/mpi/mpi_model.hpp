@@ -1,5 +1,5 @@
 #pragma once
-// NativeMPIModel: the "mpi" backend (Open MPI), ignite's _NativeDistModel with backend "mpi".
+// MPIModel: the "mpi" backend (Open MPI), ignite's _NativeDistModel with backend "mpi".
 #include <mpi.h>
 
 #include <cstdint>
@@ -17,12 +17,12 @@
 #include <utility>
 
 #include "idist/computation_model.hpp"
-#include "mpi/mpi_groups.hpp"
-#include "mpi/mpi_health.hpp"
-#include "mpi/mpi_progress.hpp"
-#include "mpi/mpi_topology.hpp"
-#include "mpi/mpi_types.hpp"
-#include "mpi/mpi_watchdog.hpp"
+#include "mpi/groups.hpp"
+#include "mpi/health.hpp"
+#include "mpi/progress.hpp"
+#include "mpi/topology.hpp"
+#include "mpi/types.hpp"
+#include "mpi/watchdog.hpp"
 
 namespace idist::mpi_backend {
 
@@ -38,7 +38,7 @@ std::size_t max_count_from_env();
 std::optional<bool> blocking_from_env();
 
 /// The environment variable IDIST_MPI_PROGRESS_THREAD: "1" = always run the progress thread, "0" =
-/// never, "auto" (or unset / empty) = std::nullopt, the model's rule (see NativeMPIModel()).
+/// never, "auto" (or unset / empty) = std::nullopt, the model's rule (see MPIModel()).
 /// @throws ValueError for any other value.
 std::optional<bool> progress_thread_from_env();
 
@@ -53,7 +53,7 @@ struct MpiSettings {
   /// world spans several nodes and MPI provides MPI_THREAD_MULTIPLE.
   std::optional<bool> progress_thread;
   /// With the progress thread and fewer than 4 ranks, non-blocking all-reduces larger than this many
-  /// bytes are posted as chunks of this size (0: never); see NativeMPIModel::all_reduce().
+  /// bytes are posted as chunks of this size (0: never); see MPIModel::all_reduce().
   std::size_t progress_chunk_bytes = std::size_t(4) << 20;
 };
 
@@ -88,7 +88,7 @@ std::size_t progress_chunk_from_env();
 /// Buffers must be host memory. Element counts above the int range of the MPI-3 interface are split
 /// into several MPI calls (all_reduce, broadcast) or gathered as one broadcast per rank
 /// (all_gather_v) transparently.
-class NativeMPIModel final : public ComputationModel {
+class MPIModel final : public ComputationModel {
  public:
   /// Builds the model on an initialized MPI (collective over MPI_COMM_WORLD: duplicates it and
   /// measures the node layout).
@@ -97,20 +97,14 @@ class NativeMPIModel final : public ComputationModel {
   /// @param thread_level what MPI provided; below MPI_THREAD_MULTIPLE idist serialises its MPI calls.
   /// @param settings max_count (larger buffers are split), blocking collectives, progress thread.
   /// @throws BackendError when an MPI call fails.
-  NativeMPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_level, const MpiSettings& settings);
+  MPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_level, const MpiSettings& settings);
   /// Makes no MPI call (finalize() does the collective teardown).
-  ~NativeMPIModel() override = default;
+  ~MPIModel() override = default;
 
   /// "mpi-dist".
   std::string model_name() const override { return "mpi-dist"; }
   /// "mpi".
   std::optional<std::string> backend() const override { return std::string("mpi"); }
-  int rank() const override { return rank_; }
-  int local_rank() const override { return local_rank_; }
-  int world_size() const override { return size_; }
-  int nproc_per_node() const override { return layout_.nproc_per_node; }
-  int node_rank() const override { return layout_.node_rank; }
-  int nnodes() const override { return layout_.nnodes; }
   /// "cuda:<local rank>" when a CUDA device is usable, else "cpu" (ignite's rule for mpi).
   Device device() const override;
   /// True with the progress thread; otherwise false: Open MPI progresses non-blocking collectives
@@ -145,9 +139,6 @@ class NativeMPIModel final : public ComputationModel {
   int thread_level() const noexcept { return thread_level_; }
   /// True when idist initialized MPI (and will finalize it).
   bool owns_mpi() const noexcept { return owns_mpi_; }
-  /// idist's duplicate of MPI_COMM_WORLD, on which world collectives run (benchmarks call raw MPI
-  /// on it to compare like with like). Valid until finalize().
-  MPI_Comm world_comm() const noexcept { return world_; }
 
  protected:
   // The collectives, their arguments checked by ComputationModel's front door.
@@ -199,7 +190,7 @@ class NativeMPIModel final : public ComputationModel {
   // Wraps several requests (and the ints MPI reads until they complete) into a Work named `op`.
   Work make_work(std::vector<MPI_Request> requests, std::vector<int> ints, const char* mpi_fn, std::string_view op);
   // Posts-time failure: marks the model broken and throws BackendError naming `fn`.
-  void check(int rc, const char* fn) { health_->check_rc(rc, fn, rank_); }
+  void check(int rc, const char* fn) { health_->check_rc(rc, fn, rank()); }
   [[noreturn]] void abort_broken() const;
   // Gathers counts[i] elements from each rank as one MPI_Ibcast per rank (and per chunk): the path
   // for displacements beyond MPI's int range.
@@ -210,10 +201,6 @@ class NativeMPIModel final : public ComputationModel {
   int thread_level_;
   bool finalized_ = false;
   MPI_Comm world_ = MPI_COMM_NULL;
-  int rank_ = 0;
-  int size_ = 1;
-  int local_rank_ = 0;
-  NodeLayout layout_;
   std::size_t max_count_;  // largest element count passed to one MPI call
   TypeMap types_;
   GroupCache groups_;

@@ -12,8 +12,8 @@
 #include "core/collective_checks.hpp"
 #include "idist/error.hpp"
 #include "nccl/cuda_error.hpp"
-#include "nccl/host_reduce.hpp"
-#include "nccl/nccl_types.hpp"
+#include "core/host_reduce.hpp"
+#include "nccl/types.hpp"
 #include "nccl/unique_id.hpp"
 #include "nccl/validate.hpp"
 
@@ -50,7 +50,7 @@ void all_reduce_on_host(Op& op, void* d, std::size_t count, DType dtype, ReduceO
   std::shared_ptr<void> host_out = op.pinned(bytes);
   op.copy(host_rows.get(), rows, bytes * std::size_t(nranks), cudaMemcpyDeviceToHost);
   op.host([host_rows, host_out, count, nranks, dtype, rop] {
-    reduce_rows(host_out.get(), host_rows.get(), count, nranks, dtype, rop);
+    core::reduce_rows(host_out.get(), host_rows.get(), count, nranks, dtype, rop);
   });
   op.copy(d, host_out.get(), bytes, cudaMemcpyHostToDevice);
 }
@@ -60,18 +60,18 @@ void all_reduce_on_host(Op& op, void* d, std::size_t count, DType dtype, ReduceO
 NCCLModel::NCCLModel(const InitOptions& opts) : ComputationModel(opts.timeout) {
   const int ndev = require_cuda_device();  // before anything else: the clearest error without a GPU
   Rendezvous rv = rendezvous(opts);
-  layout_ = rv.layout;
+  set_layout(rv.layout);
   store_ = std::move(rv.store);
   rendezvous_store_ = std::move(rv.rendezvous_store);
   env_guard_ = std::move(rv.env_guard);
   interface_ = std::move(rv.interface);
 
-  if (layout_.local_rank < ndev)
-    device_ = layout_.local_rank;
+  if (local_rank() < ndev)
+    device_ = local_rank();
   else if (ndev == 1)
     device_ = 0;  // each process was given its own GPU (e.g. SLURM --gpus-per-task=1)
   else
-    throw BackendError("the nccl backend uses cuda:<local rank>, but local rank " + std::to_string(layout_.local_rank) +
+    throw BackendError("the nccl backend uses cuda:<local rank>, but local rank " + std::to_string(local_rank()) +
                        " sees only " + std::to_string(ndev) + " CUDA devices (" + visible_devices_text() +
                        "); start at most one process per GPU on each node");
   check_cuda(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ")");
@@ -81,10 +81,10 @@ NCCLModel::NCCLModel(const InitOptions& opts) : ComputationModel(opts.timeout) {
   if (env_flag("IDIST_NCCL_NO_SPLIT")) use_split_ = false;
   pinned_ = BlockPool::create(BlockPool::Kind::PinnedHost, device_);
 
-  const UniqueIdBytes id = store_ ? exchange_unique_id(*store_, world_scope(), layout_.rank, 0, generate_unique_id, timeout())
+  const UniqueIdBytes id = store_ ? exchange_unique_id(*store_, world_scope(), rank(), 0, generate_unique_id, timeout())
                                   : generate_unique_id();
-  world_ = Communicator::init_rank(id, layout_.world_size, layout_.rank,
-                                   Communicator::Info{"world", layout_.rank, device_}, timeout());
+  world_ = Communicator::init_rank(id, world_size(), rank(),
+                                   Communicator::Info{"world", rank(), device_}, timeout());
   const auto interval = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(timeout() / 20),
                                    std::chrono::milliseconds(5), std::chrono::milliseconds(100));
   watchdog_ = std::make_unique<Watchdog>(device_, interval);
@@ -100,10 +100,10 @@ void NCCLModel::shutdown(bool collective) noexcept {
   // memory is freed: cudaFree synchronizes the device, which a hung NCCL kernel would never allow.
   {
     const auto deadline = Communicator::Clock::now() + timeout();
-    std::lock_guard lock(groups_mutex_);
     std::vector<std::shared_ptr<Communicator>> comms;
-    for (auto& [ranks, comm] : groups_)
+    groups_.for_each([&](const std::shared_ptr<Communicator>& comm) {
       if (comm && comm != world_) comms.push_back(comm);
+    });
     if (world_) comms.push_back(world_);
     // Leaving on an error (no finalize, or an aborted communicator): peers may be dead or stuck, so rank 0's
     // store server must not wait for them to disconnect; a rank that raised exits promptly.
@@ -118,10 +118,7 @@ void NCCLModel::shutdown(bool collective) noexcept {
     }
   }
   watchdog_.reset();
-  {
-    std::lock_guard lock(groups_mutex_);
-    groups_.clear();
-  }
+  groups_.clear();
   world_.reset();
   pinned_.reset();
   device_pool_.reset();
@@ -130,29 +127,26 @@ void NCCLModel::shutdown(bool collective) noexcept {
 }
 
 std::optional<int> NCCLModel::group_rank(const Group& group) {
-  if (group.is_world()) return layout_.rank;
+  if (group.is_world()) return rank();
   const std::vector<int> ranks = normalize_group(group);
-  const auto it = std::find(ranks.begin(), ranks.end(), layout_.rank);
+  const auto it = std::find(ranks.begin(), ranks.end(), rank());
   const bool member = it != ranks.end();
-  {
-    std::lock_guard lock(groups_mutex_);
-    if (!groups_.contains(ranks)) {
-      std::shared_ptr<Communicator> comm = create_group_comm(ranks, member);
-      if (comm && comm != world_) watchdog_->watch(comm);
-      groups_.emplace(ranks, std::move(comm));
-    }
-  }
+  groups_.get_or_create(group.ranks(), ranks, [&](const std::vector<int>& sorted) {
+    std::shared_ptr<Communicator> comm = create_group_comm(sorted, member);
+    if (comm && comm != world_) watchdog_->watch(comm);
+    return comm;
+  });
   if (!member) return std::nullopt;
   return int(it - ranks.begin());
 }
 
 std::shared_ptr<Communicator> NCCLModel::create_group_comm(const std::vector<int>& ranks, bool member) {
-  if (int(ranks.size()) == layout_.world_size) return world_;  // the world under another name
-  Communicator::Info info{Group(ranks).str(), layout_.rank, device_};
-  if (use_split_) return Communicator::split(*world_, member, layout_.rank, std::move(info), timeout());
+  if (int(ranks.size()) == world_size()) return world_;  // the world under another name
+  Communicator::Info info{Group(ranks).str(), rank(), device_};
+  if (use_split_) return Communicator::split(*world_, member, rank(), std::move(info), timeout());
   if (!member) return nullptr;
-  const int position = int(std::find(ranks.begin(), ranks.end(), layout_.rank) - ranks.begin());
-  const UniqueIdBytes id = store_ ? exchange_unique_id(*store_, group_scope(ranks), layout_.rank, ranks.front(),
+  const int position = int(std::find(ranks.begin(), ranks.end(), rank()) - ranks.begin());
+  const UniqueIdBytes id = store_ ? exchange_unique_id(*store_, group_scope(ranks), rank(), ranks.front(),
                                                        generate_unique_id, timeout())
                                   : generate_unique_id();
   return Communicator::init_rank(id, int(ranks.size()), position, std::move(info), timeout());
@@ -160,9 +154,8 @@ std::shared_ptr<Communicator> NCCLModel::create_group_comm(const std::vector<int
 
 std::shared_ptr<Communicator> NCCLModel::comm_for(const Group& group, std::string_view op) {
   if (group.is_world()) return world_;
-  if (!group_rank(group)) core::throw_not_member(op, layout_.rank, group);
-  std::lock_guard lock(groups_mutex_);
-  return groups_.at(normalize_group(group));
+  if (!group_rank(group)) core::throw_not_member(op, rank(), group);
+  return *groups_.find(group.ranks());  // made by group_rank()
 }
 
 Device NCCLModel::placement(std::string_view op, std::string_view arg, const void* data, std::size_t bytes,

@@ -5,11 +5,12 @@
 #include <mutex>
 #include <vector>
 
+#include "core/group_cache.hpp"
 #include "idist/computation_model.hpp"
 #include "idist/context.hpp"
 #include "nccl/communicator.hpp"
-#include "nccl/nccl_op.hpp"
-#include "nccl/nccl_rendezvous.hpp"
+#include "nccl/op.hpp"
+#include "nccl/rendezvous.hpp"
 #include "nccl/staging.hpp"
 #include "nccl/watchdog.hpp"
 
@@ -30,12 +31,6 @@ class NCCLModel final : public ComputationModel {
 
   std::string model_name() const override { return "nccl-dist"; }
   std::optional<std::string> backend() const override { return "nccl"; }
-  int rank() const override { return layout_.rank; }
-  int local_rank() const override { return layout_.local_rank; }
-  int world_size() const override { return layout_.world_size; }
-  int nproc_per_node() const override { return layout_.nproc_per_node; }
-  int node_rank() const override { return layout_.node_rank; }
-  int nnodes() const override { return layout_.nnodes; }
   Device device() const override { return Device{DeviceType::CUDA, device_}; }
   std::optional<std::string> network_interface() const override { return interface_; }
   store::Store* rendezvous_store() override { return rendezvous_store_.get(); }
@@ -69,7 +64,6 @@ class NCCLModel final : public ComputationModel {
   OpContext op_context() const;
   void shutdown(bool collective) noexcept;
 
-  WorldLayout layout_;
   int device_ = 0;
   bool use_split_ = kHaveCommSplit;
   std::shared_ptr<KeyValueStore> store_;
@@ -79,8 +73,7 @@ class NCCLModel final : public ComputationModel {
   std::shared_ptr<BlockPool> pinned_;
   std::shared_ptr<BlockPool> device_pool_;  // only where the device has no memory pools
   std::shared_ptr<Communicator> world_;
-  std::mutex groups_mutex_;
-  std::map<std::vector<int>, std::shared_ptr<Communicator>> groups_;  // null: this rank is not a member
+  core::GroupCache<std::shared_ptr<Communicator>> groups_;  // null: this rank is not a member
   std::unique_ptr<Watchdog> watchdog_;  // last: stopped first
 };
 

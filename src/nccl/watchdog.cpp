@@ -1,3 +1,4 @@
+// The nccl backend's poll: asynchronous communicator errors and collectives past their deadline.
 #include "nccl/watchdog.hpp"
 
 #include <cuda_runtime.h>
@@ -11,12 +12,9 @@
 namespace idist::nccl_backend {
 
 Watchdog::Watchdog(int device, std::chrono::milliseconds interval)
-    : device_(device), interval_(interval), thread_([this](std::stop_token st) { run(st); }) {}
-
-Watchdog::~Watchdog() {
-  thread_.request_stop();
-  wake_.notify_all();
-}
+    : thread_(
+          interval, [this](core::Watchdog::Clock::time_point) { poll_once(); },
+          [device] { (void)cudaSetDevice(device); }) {}
 
 void Watchdog::watch(const std::shared_ptr<Communicator>& comm) {
   std::lock_guard lock(mutex_);
@@ -31,18 +29,6 @@ void Watchdog::track(std::shared_ptr<OpState> op) {
 std::size_t Watchdog::pending() const {
   std::lock_guard lock(mutex_);
   return ops_.size();
-}
-
-void Watchdog::run(std::stop_token stop) {
-  (void)cudaSetDevice(device_);
-  std::unique_lock lock(mutex_);
-  while (!stop.stop_requested()) {
-    wake_.wait_for(lock, stop, interval_, [] { return false; });
-    if (stop.stop_requested()) break;
-    lock.unlock();
-    poll_once();
-    lock.lock();
-  }
 }
 
 void Watchdog::poll_once() {

@@ -3,25 +3,21 @@
 // in-flight collective's deadline, and aborts the communicator when either goes wrong, so that
 // waiting calls throw (naming the op, rank and elapsed time) instead of hanging on the GPU.
 #include <chrono>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
-#include <stop_token>
-#include <thread>
 #include <vector>
 
+#include "core/watchdog.hpp"
 #include "nccl/communicator.hpp"
-#include "nccl/nccl_work.hpp"
+#include "nccl/work.hpp"
 
 namespace idist::nccl_backend {
 
-/// One polling thread per NCCLModel.
+/// One polling thread (core::Watchdog) per NCCLModel.
 class Watchdog {
  public:
   /// Starts the thread; it works on CUDA device `device` and polls every `interval`.
   Watchdog(int device, std::chrono::milliseconds interval);
-  /// Stops and joins the thread.
-  ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
@@ -33,16 +29,12 @@ class Watchdog {
   std::size_t pending() const;
 
  private:
-  void run(std::stop_token stop);
   void poll_once();
 
-  int device_;
-  std::chrono::milliseconds interval_;
   mutable std::mutex mutex_;
-  std::condition_variable_any wake_;
   std::vector<std::weak_ptr<Communicator>> comms_;
   std::vector<std::shared_ptr<OpState>> ops_;
-  std::jthread thread_;  // last: starts after the members above exist
+  core::Watchdog thread_;  // last: polls once the members above exist
 };
 
 }  // namespace idist::nccl_backend

@@ -70,6 +70,9 @@ struct WorldInfo {
   bool nproc_from_env = false;
   /// Warnings ignite would issue (e.g. torchrun variables ignored in a SLURM job); also printed to stderr.
   std::vector<std::string> warnings;
+
+  /// The six numbers the computation model holds.
+  WorldLayout layout() const { return {rank, local_rank, world_size, nproc_per_node, node_rank, nnodes}; }
 };
 
 /// Discovers rank, world size, local rank and the master address from `opts` and this process's

@@ -5,7 +5,7 @@
 
 #include "core/cuda_probe.hpp"
 
-namespace idist::serial {
+namespace idist::serial_backend {
 
 Device SerialModel::device() const {
   // ignite: cuda when a GPU is usable, else cpu.
@@ -34,4 +34,4 @@ Work SerialModel::do_broadcast(Buffer, int, int, const Group&) { return Work{}; 
 
 Work SerialModel::do_barrier(const Group&) { return Work{}; }
 
-}  // namespace idist::serial
+}  // namespace idist::serial_backend

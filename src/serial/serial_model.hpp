@@ -2,7 +2,7 @@
 // The serial model: one process, no backend; every collective returns its input.
 #include "idist/computation_model.hpp"
 
-namespace idist::serial {
+namespace idist::serial_backend {
 
 /// ignite's _SerialModel: rank 0 of a world of 1.
 class SerialModel final : public ComputationModel {
@@ -10,12 +10,6 @@ class SerialModel final : public ComputationModel {
   SerialModel() : ComputationModel(std::chrono::minutes(30)) {}
   std::string model_name() const override { return "serial"; }
   std::optional<std::string> backend() const override { return std::nullopt; }
-  int rank() const override { return 0; }
-  int local_rank() const override { return 0; }
-  int world_size() const override { return 1; }
-  int nproc_per_node() const override { return 1; }
-  int node_rank() const override { return 0; }
-  int nnodes() const override { return 1; }
   Device device() const override;
   std::optional<int> group_rank(const Group& group) override;
 
@@ -31,4 +25,4 @@ class SerialModel final : public ComputationModel {
   Work do_barrier(const Group& group) override;
 };
 
-}  // namespace idist::serial
+}  // namespace idist::serial_backend

@@ -32,8 +32,8 @@ bool mpi_finalized() {
   MPI_Finalized(&flag);
   return flag != 0;
 }
-const idist::mpi_backend::NativeMPIModel* mpi_model() {
-  return dynamic_cast<const idist::mpi_backend::NativeMPIModel*>(&idist::current_model());
+const idist::mpi_backend::MPIModel* mpi_model() {
+  return dynamic_cast<const idist::mpi_backend::MPIModel*>(&idist::current_model());
 }
 
 // IDIST_TEST_LOCAL_RANK_HINT=k: main() calls idist::set_local_rank(local rank + k) before MPI_Init.

@@ -83,7 +83,7 @@ TEST(MpiConfig, InitializeTwiceIsValueError) {
 }
 
 TEST(MpiConfig, IdistInitializedMpiWithThreadMultiple) {
-  auto* m = dynamic_cast<idist::mpi_backend::NativeMPIModel*>(&idist::current_model());
+  auto* m = dynamic_cast<idist::mpi_backend::MPIModel*>(&idist::current_model());
   ASSERT_NE(m, nullptr);
   EXPECT_TRUE(m->owns_mpi());
   int provided = -1;

@@ -16,7 +16,7 @@
 #include "idist/context.hpp"
 #include "idist/error.hpp"
 #include "mpi/mpi_model.hpp"
-#include "mpi/mpi_watchdog.hpp"
+#include "mpi/watchdog.hpp"
 #include "mpi_env.hpp"
 
 namespace {
@@ -24,7 +24,7 @@ namespace {
 using idist::mpi_backend::Watchdog;
 
 TEST(MpiBlocking, BlockingCallsAreTheDefault) {
-  auto* m = dynamic_cast<idist::mpi_backend::NativeMPIModel*>(&idist::current_model());
+  auto* m = dynamic_cast<idist::mpi_backend::MPIModel*>(&idist::current_model());
   ASSERT_NE(m, nullptr);
   EXPECT_TRUE(m->blocking_collectives());
 }
@@ -117,7 +117,7 @@ TEST(MpiBlocking, ProgressChunkSwitchTakesANonNegativeByteCount) {
 }
 
 TEST(MpiBlocking, OneNodeRunsNoProgressThreadByDefault) {
-  auto* m = dynamic_cast<idist::mpi_backend::NativeMPIModel*>(&idist::current_model());
+  auto* m = dynamic_cast<idist::mpi_backend::MPIModel*>(&idist::current_model());
   ASSERT_NE(m, nullptr);
   if (std::getenv("IDIST_MPI_PROGRESS_THREAD")) GTEST_SKIP() << "IDIST_MPI_PROGRESS_THREAD is set";
   EXPECT_EQ(idist::get_nnodes(), 1);

@@ -1,4 +1,4 @@
-// ExitTimer, the bound on MPI_Finalize (src/mpi/mpi_exit_timer.hpp): a process still
+// ExitTimer, the bound on MPI_Finalize (src/mpi/exit_timer.hpp): a process still
 // inside the bounded call when the limit passes leaves with the timer's exit code and message; a
 // timer disarmed in time does nothing. Each case runs in a forked child.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <chrono>
 #include <thread>
 
-#include "mpi/mpi_exit_timer.hpp"
+#include "mpi/exit_timer.hpp"
 
 namespace {
 

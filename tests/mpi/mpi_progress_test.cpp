@@ -15,8 +15,8 @@
 
 namespace {
 
-idist::mpi_backend::NativeMPIModel& model() {
-  return dynamic_cast<idist::mpi_backend::NativeMPIModel&>(idist::current_model().backend_model());
+idist::mpi_backend::MPIModel& model() {
+  return dynamic_cast<idist::mpi_backend::MPIModel&>(idist::current_model().backend_model());
 }
 
 TEST(MpiProgress, TheThreadRunsAndTheModelReportsAsyncProgress) {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "idist/config.hpp"
-#include "nccl/nccl_rendezvous.hpp"
+#include "nccl/rendezvous.hpp"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <array>
 
 #include "idist/error.hpp"
-#include "nccl/nccl_types.hpp"
+#include "nccl/types.hpp"
 
 namespace idist::nccl_backend {
 namespace {

@@ -101,6 +101,7 @@ DebugLevel level_of(ComputationModel& model) {
 
 DebugModel::DebugModel(std::unique_ptr<ComputationModel> inner, const Settings& settings)
     : ComputationModel(inner->timeout()), inner_(std::move(inner)) {
+  set_layout(inner_->layout());
   diag_ = std::make_shared<Diagnostics>(settings, inner_->rank(), inner_->world_size(),
                                         inner_->backend().value_or("serial"), inner_->rendezvous_store());
 }

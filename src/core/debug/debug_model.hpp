@@ -28,14 +28,12 @@ class DebugModel final : public ComputationModel {
 
   std::string model_name() const override { return inner_->model_name(); }
   std::optional<std::string> backend() const override { return inner_->backend(); }
-  int rank() const override { return inner_->rank(); }
-  int local_rank() const override { return inner_->local_rank(); }
-  int world_size() const override { return inner_->world_size(); }
-  int nproc_per_node() const override { return inner_->nproc_per_node(); }
-  int node_rank() const override { return inner_->node_rank(); }
-  int nnodes() const override { return inner_->nnodes(); }
   Device device() const override { return inner_->device(); }
-  void set_local_rank(int local_rank) override { inner_->set_local_rank(local_rank); }
+  /// Forwarded; the wrapper's copy of the layout follows the backend's.
+  void set_local_rank(int local_rank) override {
+    inner_->set_local_rank(local_rank);
+    set_layout(inner_->layout());
+  }
   bool has_async_progress() const override { return inner_->has_async_progress(); }
   std::optional<std::string> network_interface() const override { return inner_->network_interface(); }
   store::Store* rendezvous_store() override { return inner_->rendezvous_store(); }

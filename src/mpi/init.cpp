@@ -10,7 +10,7 @@
 
 #include "core/backend_factories.hpp"
 #include "idist/error.hpp"
-#include "mpi/mpi_error.hpp"
+#include "mpi/error.hpp"
 #include "mpi/mpi_model.hpp"
 
 namespace idist::mpi_backend {
@@ -115,7 +115,7 @@ std::unique_ptr<ComputationModel> create(const InitOptions& opts) {
     check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread", -1);
     owns = true;
   }
-  return std::make_unique<NativeMPIModel>(opts.timeout, owns, provided, settings);
+  return std::make_unique<MPIModel>(opts.timeout, owns, provided, settings);
 }
 
 std::unique_ptr<ComputationModel> adopt() {
@@ -128,7 +128,7 @@ std::unique_ptr<ComputationModel> adopt() {
   if (finalized) return nullptr;
   int provided = MPI_THREAD_SINGLE;
   MPI_Query_thread(&provided);
-  return std::make_unique<NativeMPIModel>(InitOptions{}.timeout, /*owns_mpi=*/false, provided,
+  return std::make_unique<MPIModel>(InitOptions{}.timeout, /*owns_mpi=*/false, provided,
                                           settings_from(InitOptions{}));
 }
 

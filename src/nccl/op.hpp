@@ -14,7 +14,7 @@
 #include "idist/work.hpp"
 #include "nccl/communicator.hpp"
 #include "nccl/device_guard.hpp"
-#include "nccl/nccl_work.hpp"
+#include "nccl/work.hpp"
 #include "nccl/staging.hpp"
 #include "nccl/watchdog.hpp"
 

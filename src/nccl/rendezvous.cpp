@@ -1,4 +1,4 @@
-#include "nccl/nccl_rendezvous.hpp"
+#include "nccl/rendezvous.hpp"
 
 #include <cstdlib>
 
@@ -20,7 +20,7 @@ Rendezvous rendezvous(const InitOptions& opts) {
     out.rendezvous_store = store;
     out.store = std::make_shared<StoreKeyValue>(std::move(store));
   }
-  out.layout = WorldLayout{info.rank, info.local_rank, info.world_size, info.nproc_per_node, info.node_rank, info.nnodes};
+  out.layout = info.layout();
   auto env = std::make_shared<rendezvous::EnvOverride>(info);
   const char* ifname = std::getenv("NCCL_SOCKET_IFNAME");
   if (info.world_size > 1 && !(ifname && *ifname)) {

@@ -1,11 +1,11 @@
-// The progress thread of the mpi backend (see mpi_progress.hpp).
-#include "mpi/mpi_progress.hpp"
+// The progress thread of the mpi backend (see progress.hpp).
+#include "mpi/progress.hpp"
 
 #include <string>
 #include <utility>
 
 #include "idist/error.hpp"
-#include "mpi/mpi_error.hpp"
+#include "mpi/error.hpp"
 
 namespace idist::mpi_backend {
 

@@ -1,4 +1,4 @@
-#include "mpi/mpi_monitored_barrier.hpp"
+#include "mpi/monitored_barrier.hpp"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "idist/error.hpp"
-#include "mpi/mpi_error.hpp"
+#include "mpi/error.hpp"
 
 namespace idist::mpi_backend {
 

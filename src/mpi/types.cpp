@@ -1,10 +1,10 @@
 // DType / ReduceOp to MPI handles, and the user-defined half and bfloat16 reductions.
-#include "mpi/mpi_types.hpp"
+#include "mpi/types.hpp"
 
 #include <cstdint>
 
 #include "core/reduce16.hpp"
-#include "mpi/mpi_error.hpp"
+#include "mpi/error.hpp"
 
 namespace idist::mpi_backend {
 

@@ -1,4 +1,4 @@
-#include "nccl/nccl_types.hpp"
+#include "nccl/types.hpp"
 
 #include "core/reduce_check.hpp"
 

@@ -7,20 +7,17 @@
 #include <array>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
-#include <thread>
+
+#include "core/watchdog.hpp"
 
 namespace idist::mpi_backend {
 
 class Watchdog {
  public:
-  /// Starts the watchdog thread. `timeout` bounds every armed call; `rank` names this process in
-  /// the message printed before the abort.
+  /// Starts the watchdog thread (core::Watchdog). `timeout` bounds every armed call; `rank` names
+  /// this process in the message printed before the abort.
   Watchdog(std::chrono::milliseconds timeout, int rank);
-  /// Stops and joins the thread.
-  ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
@@ -47,7 +44,7 @@ class Watchdog {
 
   /// How often the thread looks at the armed calls: a twentieth of the timeout, within [1, 250] ms.
   /// A call is aborted between `timeout` and `timeout` + 2 periods after it started.
-  std::chrono::milliseconds period() const noexcept { return period_; }
+  std::chrono::milliseconds period() const noexcept { return thread_.period(); }
 
  private:
   // One armed call per slot. `word` = 2 * generation + busy: arming and disarming each bump it, so
@@ -60,17 +57,17 @@ class Watchdog {
 
   int arm(const char* op, const char* group) noexcept;
   void disarm(int slot) noexcept;
-  void run();
+  // One visit of the watchdog thread: aborts the job when a call has run past the timeout.
+  void scan(core::Watchdog::Clock::time_point now);
   [[noreturn]] void abort_job(const Slot& slot, std::chrono::milliseconds ran_for) const;
 
   std::chrono::milliseconds timeout_;
-  std::chrono::milliseconds period_;
   int rank_;
   std::array<Slot, 16> slots_{};
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stop_ = false;
-  std::thread thread_;
+  // What the thread saw in each slot at its last visit, and since when (the thread's alone).
+  std::array<std::uint64_t, 16> seen_{};
+  std::array<core::Watchdog::Clock::time_point, 16> since_{};
+  core::Watchdog thread_;  // last: polls once the slots exist
 };
 
 }  // namespace idist::mpi_backend

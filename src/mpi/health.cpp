@@ -1,10 +1,10 @@
-// The broken state of the mpi backend (see mpi_health.hpp).
-#include "mpi/mpi_health.hpp"
+// The broken state of the mpi backend (see health.hpp).
+#include "mpi/health.hpp"
 
 #include <string>
 
 #include "idist/error.hpp"
-#include "mpi/mpi_error.hpp"
+#include "mpi/error.hpp"
 
 namespace idist::mpi_backend {
 

@@ -1,11 +1,11 @@
 // Polling non-blocking MPI requests to completion, with a deadline.
-#include "mpi/mpi_work.hpp"
+#include "mpi/work.hpp"
 
 #include <algorithm>
 #include <string>
 #include <thread>
 
-#include "mpi/mpi_error.hpp"
+#include "mpi/error.hpp"
 
 namespace idist::mpi_backend {
 

@@ -1,4 +1,4 @@
-#include "nccl/nccl_work.hpp"
+#include "nccl/work.hpp"
 
 #include <thread>
 

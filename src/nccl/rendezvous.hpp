@@ -12,14 +12,6 @@
 namespace idist::nccl_backend {
 
 /// This process's place in the world.
-struct WorldLayout {
-  int rank = 0;
-  int local_rank = 0;
-  int world_size = 1;
-  int nproc_per_node = 1;
-  int node_rank = 0;
-  int nnodes = 1;
-};
 
 /// What the rendezvous produced. `store` is null for a world of one process (nothing to exchange);
 /// `env_guard` restores the environment variables it exported (RANK, LOCAL_RANK, WORLD_SIZE,

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "idist/work.hpp"
-#include "mpi/mpi_health.hpp"
+#include "mpi/health.hpp"
 
 namespace idist::mpi_backend {
 
@@ -19,7 +19,7 @@ namespace idist::mpi_backend {
 class MpiWork final : public detail::WorkImpl {
  public:
   /// Wraps one request. `fn` (a string literal, e.g. "MPI_Iallreduce") and `rank` name failures;
-  /// a failure or a missed deadline marks `health` broken (see mpi_health.hpp).
+  /// a failure or a missed deadline marks `health` broken (see health.hpp).
   MpiWork(MPI_Request request, const char* fn, int rank, std::shared_ptr<CommHealth> health) noexcept
       : single_(request), fn_(fn), rank_(rank), health_(std::move(health)) {}
 

@@ -1,32 +1,19 @@
-// The watchdog of blocking MPI collectives (see mpi_watchdog.hpp).
-#include "mpi/mpi_watchdog.hpp"
+// The watchdog of blocking MPI collectives (see watchdog.hpp).
+#include "mpi/watchdog.hpp"
 
 #include <mpi.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
-#include "mpi/mpi_exit_timer.hpp"
+#include "mpi/exit_timer.hpp"
 
 namespace idist::mpi_backend {
 
-using Clock = std::chrono::steady_clock;
-
 Watchdog::Watchdog(std::chrono::milliseconds timeout, int rank)
     : timeout_(timeout),
-      period_(std::clamp(timeout / 20, std::chrono::milliseconds(1), std::chrono::milliseconds(250))),
       rank_(rank),
-      thread_([this] { run(); }) {}
-
-Watchdog::~Watchdog() {
-  {
-    std::lock_guard lock(mutex_);
-    stop_ = true;
-  }
-  wake_.notify_all();
-  thread_.join();
-}
+      thread_(core::Watchdog::period_for(timeout), [this](core::Watchdog::Clock::time_point now) { scan(now); }) {}
 
 int Watchdog::arm(const char* op, const char* group) noexcept {
   for (int i = 0; i < int(slots_.size()); ++i) {
@@ -45,28 +32,19 @@ int Watchdog::arm(const char* op, const char* group) noexcept {
 
 void Watchdog::disarm(int slot) noexcept { slots_[std::size_t(slot)].word.fetch_add(1, std::memory_order_release); }
 
-void Watchdog::run() {
-  // What the thread saw in each slot at its last visit, and since when.
-  std::array<std::uint64_t, 16> seen{};
-  std::array<Clock::time_point, 16> since{};
-  std::unique_lock lock(mutex_);
-  while (!stop_) {
-    wake_.wait_for(lock, period_);
-    if (stop_) break;
-    const auto now = Clock::now();
-    for (std::size_t i = 0; i < slots_.size(); ++i) {
-      const std::uint64_t w = slots_[i].word.load(std::memory_order_acquire);
-      if (!(w & 1)) continue;
-      if (w != seen[i]) {  // a call armed since the last visit: time it from now
-        seen[i] = w;
-        since[i] = now;
-        continue;
-      }
-      // The same call as at the first sighting: it has run at least since then (at most one period
-      // more), so it is aborted between timeout and timeout + 2 periods after it started.
-      const auto ran = std::chrono::duration_cast<std::chrono::milliseconds>(now - since[i]);
-      if (ran >= timeout_) abort_job(slots_[i], ran);
+void Watchdog::scan(core::Watchdog::Clock::time_point now) {
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    const std::uint64_t w = slots_[i].word.load(std::memory_order_acquire);
+    if (!(w & 1)) continue;
+    if (w != seen_[i]) {  // a call armed since the last visit: time it from now
+      seen_[i] = w;
+      since_[i] = now;
+      continue;
     }
+    // The same call as at the first sighting: it has run at least since then (at most one period
+    // more), so it is aborted between timeout and timeout + 2 periods after it started.
+    const auto ran = std::chrono::duration_cast<std::chrono::milliseconds>(now - since_[i]);
+    if (ran >= timeout_) abort_job(slots_[i], ran);
   }
 }
 

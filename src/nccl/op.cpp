@@ -1,4 +1,4 @@
-#include "nccl/nccl_op.hpp"
+#include "nccl/op.hpp"
 
 #include <cstring>
 

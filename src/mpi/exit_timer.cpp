@@ -1,4 +1,4 @@
-#include "mpi/mpi_exit_timer.hpp"
+#include "mpi/exit_timer.hpp"
 
 #include <cstdio>
 #include <cstdlib>

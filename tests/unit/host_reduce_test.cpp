@@ -1,4 +1,5 @@
-// The host fallback's reduction of all-gathered rows (no GPU needed).
+// Host reductions shared by the backends: the pairwise functions gloo hands its allreduce, and the
+// reduction of all-gathered rows of nccl's fallback.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -6,9 +7,9 @@
 #include <vector>
 
 #include "idist/error.hpp"
-#include "nccl/host_reduce.hpp"
+#include "core/host_reduce.hpp"
 
-namespace idist::nccl_backend {
+namespace idist::core {
 namespace {
 
 // rows[r][i] laid out back to back, as ncclAllGather leaves them.
@@ -76,7 +77,7 @@ TEST(HostReduce, BoolIsLogical) {
   }
 }
 
-TEST(HostReduce, HalfAndBFloat16AccumulateInFloat) {
+TEST(HostReduce, HalfAndBFloat16ReducedPairwiseInRankOrder) {
   const std::vector<std::vector<Half>> h = {{Half(1.5f), Half(-2.0f)}, {Half(0.25f), Half(8.0f)}};
   const std::vector<Half> hs = reduce(h, ReduceOp::Sum);
   EXPECT_EQ(float(hs[0]), 1.75f);
@@ -105,5 +106,46 @@ TEST(HostReduce, BitwiseOnFloatsIsAValueError) {
   EXPECT_THROW(reduce_rows(&out, rows.data(), 1, 2, DType::Float32, ReduceOp::And), ValueError);
 }
 
+TEST(ReduceFunction, PairwiseInPlaceWithEitherOperandAliased) {
+  // gloo calls fn(out, out, other, n) and fn(out, other, out, n).
+  std::vector<std::int64_t> a = {1, -2, 3};
+  const std::vector<std::int64_t> b = {10, 20, -30};
+  reduce_function(DType::Int64, ReduceOp::Sum)(a.data(), a.data(), b.data(), a.size());
+  EXPECT_EQ(a, (std::vector<std::int64_t>{11, 18, -27}));
+  reduce_function(DType::Int64, ReduceOp::Max)(a.data(), b.data(), a.data(), a.size());
+  EXPECT_EQ(a, (std::vector<std::int64_t>{11, 20, -27}));
+}
+
+TEST(ReduceFunction, BoolBytesAreNormalisedToZeroOrOne) {
+  const std::vector<std::uint8_t> a = {2, 0, 7, 0};
+  const std::vector<std::uint8_t> b = {0, 0, 9, 5};
+  std::vector<std::uint8_t> out(4);
+  reduce_function(DType::Bool, ReduceOp::Sum)(out.data(), a.data(), b.data(), 4);
+  EXPECT_EQ(out, (std::vector<std::uint8_t>{1, 0, 1, 1}));
+  reduce_function(DType::Bool, ReduceOp::Min)(out.data(), a.data(), b.data(), 4);
+  EXPECT_EQ(out, (std::vector<std::uint8_t>{0, 0, 1, 0}));
+}
+
+TEST(ReduceFunction, SixteenBitFloatsRoundToNearestEven) {
+  // 2048 + 1 is not a float16: the sum rounds to even (2048), not up (2050).
+  const std::vector<Half> a = {Half(2048.0f), Half(-1.5f)};
+  const std::vector<Half> b = {Half(1.0f), Half(0.25f)};
+  std::vector<Half> out(2);
+  reduce_function(DType::Float16, ReduceOp::Sum)(out.data(), a.data(), b.data(), 2);
+  EXPECT_EQ(float(out[0]), 2048.0f);
+  EXPECT_EQ(float(out[1]), -1.25f);
+}
+
+TEST(ReduceFunction, EveryDtypeAndOpHasAFunctionOrAValueError) {
+  for (DType t : {DType::Bool, DType::UInt8, DType::Int8, DType::Int16, DType::Int32, DType::Int64, DType::Float16,
+                  DType::BFloat16, DType::Float32, DType::Float64})
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Product, ReduceOp::Min, ReduceOp::Max, ReduceOp::And, ReduceOp::Or}) {
+      if (is_floating(t) && (op == ReduceOp::And || op == ReduceOp::Or))
+        EXPECT_THROW(reduce_function(t, op), ValueError) << to_string(t) << " " << to_string(op);
+      else
+        EXPECT_NE(reduce_function(t, op), nullptr) << to_string(t) << " " << to_string(op);
+    }
+}
+
 }  // namespace
-}  // namespace idist::nccl_backend
+}  // namespace idist::core

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "idist/work.hpp"
-#include "mpi/mpi_health.hpp"
+#include "mpi/health.hpp"
 
 namespace idist::mpi_backend {
 
