@@ -202,29 +202,35 @@ Work MPIModel::do_all_reduce(Buffer data, ReduceOp op, const Group& group) {
   const std::size_t limit =
       progress_chunk_ ? std::min(max_count_, std::max<std::size_t>(1, progress_chunk_ / dtype_size(data.dtype)))
                       : max_count_;
+  return post_in_chunks(data, limit, "MPI_Iallreduce", "all_reduce", [&](void* p, int n, MPI_Request* request) {
+    return MPI_Iallreduce(MPI_IN_PLACE, p, n, type, mpi_op, comm, request);
+  });
+}
+
+template <class Post>
+Work MPIModel::post_in_chunks(const Buffer& data, std::size_t limit, const char* mpi_fn, std::string_view op,
+                              Post post) {
   if (data.count <= limit) [[likely]] {
     MPI_Request request;
     int rc;
     {
       MpiCallGuard guard;
-      rc = MPI_Iallreduce(MPI_IN_PLACE, data.data, int(data.count), type, mpi_op, comm, &request);
+      rc = post(data.data, int(data.count), &request);
     }
-    check(rc, "MPI_Iallreduce");
-    return make_work(request, "MPI_Iallreduce", "all_reduce");
+    check(rc, mpi_fn);
+    return make_work(request, mpi_fn, op);
   }
-  // More elements than an int counts (or the chunk above): reduce consecutive chunks (elementwise,
-  // so chunks are independent).
+  // More elements than an int counts (or than the chunk size): consecutive chunks, independent
+  // since these collectives work element by element.
   const std::size_t esize = dtype_size(data.dtype);
   std::vector<MPI_Request> requests;
   MpiCallGuard guard;
   for (std::size_t off = 0; off < data.count; off += limit) {
-    const int n = int(std::min(limit, data.count - off));
     MPI_Request request;
-    check(MPI_Iallreduce(MPI_IN_PLACE, at(data.data, off, esize), n, type, mpi_op, comm, &request),
-              "MPI_Iallreduce");
+    check(post(at(data.data, off, esize), int(std::min(limit, data.count - off)), &request), mpi_fn);
     requests.push_back(request);
   }
-  return make_work(std::move(requests), {}, "MPI_Iallreduce", "all_reduce");
+  return make_work(std::move(requests), {}, mpi_fn, op);
 }
 
 Work MPIModel::do_all_gather(ConstBuffer in, Buffer out, const Group& group) {
@@ -296,26 +302,9 @@ Work MPIModel::all_gather_by_broadcasts(ConstBuffer in, Buffer out, std::span<co
 Work MPIModel::do_broadcast(Buffer data, int, int root, const Group& group) {
   const MPI_Comm comm = healthy_comm(group, "broadcast");
   const MPI_Datatype type = types_.datatype(data.dtype);
-  if (data.count <= max_count_) [[likely]] {
-    MPI_Request request;
-    int rc;
-    {
-      MpiCallGuard guard;
-      rc = MPI_Ibcast(data.data, int(data.count), type, root, comm, &request);
-    }
-    check(rc, "MPI_Ibcast");
-    return make_work(request, "MPI_Ibcast", "broadcast");
-  }
-  const std::size_t esize = dtype_size(data.dtype);
-  std::vector<MPI_Request> requests;
-  MpiCallGuard guard;
-  for (std::size_t off = 0; off < data.count; off += max_count_) {
-    const int n = int(std::min(max_count_, data.count - off));
-    MPI_Request request;
-    check(MPI_Ibcast(at(data.data, off, esize), n, type, root, comm, &request), "MPI_Ibcast");
-    requests.push_back(request);
-  }
-  return make_work(std::move(requests), {}, "MPI_Ibcast", "broadcast");
+  return post_in_chunks(data, max_count_, "MPI_Ibcast", "broadcast", [&](void* p, int n, MPI_Request* request) {
+    return MPI_Ibcast(p, n, type, root, comm, request);
+  });
 }
 
 Work MPIModel::do_barrier(const Group& group) {

@@ -185,6 +185,11 @@ class MPIModel final : public ComputationModel {
   bool run_watched(const char* op, const Group& group, const char* mpi_fn, Call call);
   // The group's name in watchdog messages (owned by the model or the group cache).
   const char* group_label(const Group& group);
+  // Posts `post(pointer, count, &request)` (a non-blocking MPI call returning its error code) on
+  // `data` at once when data.count <= limit, else once per chunk of `limit` elements, and wraps the
+  // requests in one Work named `op`. For the collectives that work element by element.
+  template <class Post>
+  Work post_in_chunks(const Buffer& data, std::size_t limit, const char* mpi_fn, std::string_view op, Post post);
   // Wraps one request into a Work named `op`.
   Work make_work(MPI_Request request, const char* mpi_fn, std::string_view op);
   // Wraps several requests (and the ints MPI reads until they complete) into a Work named `op`.
