@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "idist/context.hpp"
+#include "idist/detail/format.hpp"
 #include "idist/error.hpp"
 #include "idist/group.hpp"
 #include "idist/types.hpp"
@@ -204,15 +205,14 @@ std::optional<std::pair<ConstBuffer, Buffer>> gather_into_buffers(ComputationMod
                                                                   std::string_view fn) {
   if (!m.group_rank(group)) {
     if (out.size() < in.size())
-      throw ValueError(std::string(fn) + ": out has " + std::to_string(out.size()) + " elements, fewer than in's " +
-                       std::to_string(in.size()));
+      throw ValueError(format_message("{}: out has {} elements, fewer than in's {}", fn, out.size(), in.size()));
     std::copy(in.begin(), in.end(), out.begin());
     return std::nullopt;
   }
   const std::size_t n = std::size_t(m.group_size(group));
   if (out.size() != in.size() * n)
-    throw ValueError(std::string(fn) + ": out has " + std::to_string(out.size()) +
-                     " elements, expected in.size() * group size = " + std::to_string(in.size() * n));
+    throw ValueError(
+        format_message("{}: out has {} elements, expected in.size() * group size = {}", fn, out.size(), in.size() * n));
   const Device dev = m.buffer_device();
   return std::pair{ConstBuffer{in.data(), in.size(), dtype_of<T>, dev}, buffer_of(out, dev)};
 }
@@ -306,9 +306,9 @@ T broadcast(std::optional<T> value, int src, bool safe_mode) {
   }
   detail::broadcast_bytes(bytes, !is_src || value.has_value(), src, "broadcast");
   if (bytes.size() != sizeof(T))
-    throw BackendError("broadcast: received " + std::to_string(bytes.size()) + " bytes from rank " +
-                       std::to_string(src) + ", expected " + std::to_string(sizeof(T)) +
-                       " (ranks disagree on the element type)");
+    throw BackendError(detail::format_message(
+        "broadcast: received {} bytes from rank {}, expected {} (ranks disagree on the element type)", bytes.size(),
+        src, sizeof(T)));
   T out{};
   std::memcpy(&out, bytes.data(), sizeof(T));
   return out;

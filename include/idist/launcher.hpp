@@ -36,6 +36,7 @@
 #include <utility>
 
 #include "idist/context.hpp"
+#include "idist/detail/format.hpp"
 #include "idist/error.hpp"
 #include "idist/logging.hpp"
 
@@ -216,11 +217,11 @@ class Parallel {
     const std::string name = detail::demangled_name(typeid(fn));
     if (spawn_) {
       log_info(detail::kParallelLogger,
-               "Spawn function '" + name + "' in " + std::to_string(spawn_->nproc_per_node) + " processes");
+               detail::format_message("Spawn function '{}' in {} processes", name, spawn_->nproc_per_node));
       auto all = std::forward_as_tuple(std::forward<Args>(args)...);
       detail::spawn_with(*backend_, fn, all, *spawn_, std::index_sequence_for<Args...>{});
     } else {
-      log_info(detail::kParallelLogger, "- Run '" + name + "' in " + std::to_string(get_world_size()) + " processes");
+      log_info(detail::kParallelLogger, detail::format_message("- Run '{}' in {} processes", name, get_world_size()));
       std::invoke(std::forward<Fn>(fn), backend_ ? get_local_rank() : 0, std::forward<Args>(args)...);
     }
     log_info(detail::kParallelLogger, "End of run");

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <numeric>
 
+#include <fmt/format.h>
+
 namespace idist {
 
 namespace detail {
@@ -11,8 +13,7 @@ namespace detail {
 void check_src(const ComputationModel& model, int src, std::string_view fn) {
   const int n = model.world_size();
   if (src < 0 || src >= n)
-    throw ValueError(std::string(fn) + ": src should be a rank in [0, " + std::to_string(n) + "), but given " +
-                     std::to_string(src));
+    throw ValueError(fmt::format("{}: src should be a rank in [0, {}), but given {}", fn, n, src));
 }
 
 std::vector<std::byte> all_gather_varying(ConstBuffer in, const Group& group, std::vector<std::size_t>& counts) {
@@ -46,8 +47,7 @@ void broadcast_bytes(std::vector<std::byte>& bytes, bool present, int src, std::
   std::int64_t header = is_src ? (present ? std::int64_t(bytes.size()) : -1) : 0;
   m.broadcast_blocking(Buffer{&header, 1, DType::Int64, Device{}}, src, Group{});
   if (header < 0)
-    throw ValueError(std::string(what) + ": source data can not be std::nullopt (source rank " + std::to_string(src) +
-                     " passed none)");
+    throw ValueError(fmt::format("{}: source data can not be std::nullopt (source rank {} passed none)", what, src));
   if (!is_src) bytes.resize(std::size_t(header));
   if (header > 0) m.broadcast_blocking(Buffer{bytes.data(), bytes.size(), DType::UInt8, Device{}}, src, Group{});
 }

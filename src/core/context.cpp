@@ -1,7 +1,7 @@
 // The current computation model and the configuration functions that dispatch to it.
 #include "idist/context.hpp"
 
-#include <fmt/core.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <climits>
@@ -48,9 +48,9 @@ bool try_adopt() {
 }
 
 std::string available_list() {
-  std::string s;
-  for (const auto& b : available_backends()) s += (s.empty() ? "" : ", ") + b;
-  return s.empty() ? "none (this build of idist has no distributed backend)" : s;
+  const auto names = available_backends();
+  return names.empty() ? "none (this build of idist has no distributed backend)"
+                       : fmt::format("{}", fmt::join(names, ", "));
 }
 
 }  // namespace
@@ -68,10 +68,10 @@ ComputationModel& current_model() {
 void initialize(std::string_view backend, const InitOptions& opts) {
   ContextState& s = state();
   if (!s.serial)
-    throw ValueError("initialize: the " + s.model->backend().value_or("serial") +
-                     " backend is already initialized; call idist::finalize() first");
+    throw ValueError(fmt::format("initialize: the {} backend is already initialized; call idist::finalize() first",
+                                 s.model->backend().value_or("serial")));
   if (opts.timeout.count() <= 0)
-    throw ValueError("initialize: timeout must be positive, got " + std::to_string(opts.timeout.count()) + " ms");
+    throw ValueError(fmt::format("initialize: timeout must be positive, got {} ms", opts.timeout.count()));
   const core::debug::Settings debug = core::debug::read_settings(opts.debug);  // ValueError before any rendezvous
   for (const auto& entry : core::backends()) {
     if (entry.name != backend) continue;
@@ -80,8 +80,8 @@ void initialize(std::string_view backend, const InitOptions& opts) {
     s.need_to_sync = false;
     return;
   }
-  throw ValueError("initialize: backend should be one of the available backends (" + available_list() + "), but given '" +
-                   std::string(backend) + "'");
+  throw ValueError(fmt::format("initialize: backend should be one of the available backends ({}), but given '{}'",
+                               available_list(), backend));
 }
 
 void finalize() {
@@ -123,7 +123,7 @@ std::string hostname() {
 }
 
 void set_local_rank(int local_rank) {
-  if (local_rank < 0) throw ValueError("set_local_rank: local_rank must be >= 0, got " + std::to_string(local_rank));
+  if (local_rank < 0) throw ValueError(fmt::format("set_local_rank: local_rank must be >= 0, got {}", local_rank));
   state().local_rank_hint = local_rank;
   current_model().set_local_rank(local_rank);  // the serial model ignores it; a live context takes it now
 }
@@ -134,19 +134,19 @@ bool has_hvd_support() { return false; }
 
 void show_config() {
   ComputationModel& m = current_model();
-  const auto line = [](std::string_view key, const std::string& value) {
+  const auto line = [](std::string_view key, const auto& value) {
     log_info("distributed", fmt::format("{}: {}", key, value));
   };
   line("distributed configuration", m.model_name());
   line("backend", m.backend().value_or("None"));
   line("device", m.device().str());
   line("hostname", hostname());
-  line("world size", std::to_string(m.world_size()));
-  line("rank", std::to_string(m.rank()));
-  line("local rank", std::to_string(m.local_rank()));
-  line("num processes per_node", std::to_string(m.nproc_per_node()));
-  line("num nodes", std::to_string(m.nnodes()));
-  line("node rank", std::to_string(m.node_rank()));
+  line("world size", m.world_size());
+  line("rank", m.rank());
+  line("local rank", m.local_rank());
+  line("num processes per_node", m.nproc_per_node());
+  line("num nodes", m.nnodes());
+  line("node rank", m.node_rank());
   if (const auto where = m.network_interface()) line("network interface", *where);
 }
 

@@ -1,6 +1,8 @@
 // OneRankFirst: the designated rank runs a block before the others.
 #include "idist/helpers.hpp"
 
+#include <fmt/format.h>
+
 namespace idist {
 
 OneRankFirst::OneRankFirst(int rank, bool local) {
@@ -8,8 +10,7 @@ OneRankFirst::OneRankFirst(int rank, bool local) {
   const int current = local ? m.local_rank() : m.rank();
   const int size = local ? m.nproc_per_node() : m.world_size();
   if (rank < 0 || rank >= size)
-    throw ValueError("one_rank_first: rank should be between 0 and " + std::to_string(size - 1) + ", but given " +
-                     std::to_string(rank));
+    throw ValueError(fmt::format("one_rank_first: rank should be between 0 and {}, but given {}", size - 1, rank));
   is_first_ = current == rank;
   uncaught_ = std::uncaught_exceptions();
   if (!is_first_) barrier();

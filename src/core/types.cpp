@@ -2,6 +2,8 @@
 #include <bit>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "idist/error.hpp"
 #include "idist/types.hpp"
 
@@ -14,8 +16,8 @@ ReduceOp parse_reduce_op(std::string_view name) {
   if (name == "MAX") return ReduceOp::Max;
   if (name == "AND") return ReduceOp::And;
   if (name == "OR") return ReduceOp::Or;
-  throw ValueError("Unsupported reduction operation: '" + std::string(name) +
-                   "'; expected one of SUM, PRODUCT, MIN, MAX, AND, OR");
+  throw ValueError(
+      fmt::format("Unsupported reduction operation: '{}'; expected one of SUM, PRODUCT, MIN, MAX, AND, OR", name));
 }
 
 std::string_view to_string(ReduceOp op) {
@@ -109,7 +111,7 @@ BFloat16::BFloat16(float f) noexcept {
 
 std::string Device::str() const {
   if (type == DeviceType::CPU) return "cpu";
-  return index < 0 ? std::string("cuda") : "cuda:" + std::to_string(index);
+  return index < 0 ? std::string("cuda") : fmt::format("cuda:{}", index);
 }
 
 }  // namespace idist

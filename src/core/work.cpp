@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "idist/error.hpp"
 
 namespace idist {
@@ -73,9 +75,10 @@ void Work::wait(std::optional<std::chrono::milliseconds> timeout) {
     if (!state_->impl->wait_until(start + limit)) {
       const auto elapsed =
           std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
-      throw TimeoutError(state_->op + " on rank " + std::to_string(state_->rank) + " did not complete within " +
-                         std::to_string(limit.count()) + " ms (waited " + std::to_string(elapsed.count()) +
-                         " ms); a peer may have died or issued a different collective");
+      throw TimeoutError(fmt::format(
+          "{} on rank {} did not complete within {} ms (waited {} ms); a peer may have died or issued a different "
+          "collective",
+          state_->op, state_->rank, limit.count(), elapsed.count()));
     }
   }
   state_->finished = true;

@@ -5,14 +5,16 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include <fmt/format.h>
+
 namespace idist {
 
 namespace launcher {
 
 std::string quoted_backends() {
   std::string s;
-  for (const auto& b : available_backends()) s += (s.empty() ? "'" : ", '") + b + "'";
-  return "[" + s + "]";
+  for (const auto& b : available_backends()) s += fmt::format("{}'{}'", s.empty() ? "" : ", ", b);
+  return fmt::format("[{}]", s);
 }
 
 bool is_available(std::string_view backend) {
@@ -24,20 +26,15 @@ namespace {
 
 template <class T>
 std::string py(const std::optional<T>& v) {
-  if (!v) return "None";
-  if constexpr (std::is_same_v<T, std::string>)
-    return *v;
-  else
-    return std::to_string(*v);
+  return v ? fmt::format("{}", *v) : "None";
 }
 
 void check_counts(int nproc_per_node, int nnodes, int node_rank) {
   if (nproc_per_node < 1)
-    throw ValueError("Argument nproc_per_node should positive, but given " + std::to_string(nproc_per_node));
-  if (nnodes < 1) throw ValueError("Argument nnodes should positive, but given " + std::to_string(nnodes));
+    throw ValueError(fmt::format("Argument nproc_per_node should positive, but given {}", nproc_per_node));
+  if (nnodes < 1) throw ValueError(fmt::format("Argument nnodes should positive, but given {}", nnodes));
   if (node_rank >= nnodes || node_rank < 0)
-    throw ValueError("Argument node_rank should be between 0 and " + std::to_string(nnodes - 1) + ", but given " +
-                     std::to_string(node_rank));
+    throw ValueError(fmt::format("Argument node_rank should be between 0 and {}, but given {}", nnodes - 1, node_rank));
 }
 
 // Parallel's rule (ignite's _setup_spawn_params): several nodes need the master's address and port, or
@@ -47,18 +44,18 @@ void check_multi_node_master(int nnodes, const std::optional<std::string>& maste
   const bool rendezvous_given = (master_addr && master_port) || init_method;
   if (nnodes > 1 && !rendezvous_given)
     throw ValueError(
-        "If number of nodes larger than one, arguments master_addr and master_port or init_method should be "
-        "specified, but given master_addr=" +
-        py(master_addr) + ", master_port=" + py(master_port) + " and init_method=" + py(init_method) + ".");
+        fmt::format("If number of nodes larger than one, arguments master_addr and master_port or init_method should "
+                    "be specified, but given master_addr={}, master_port={} and init_method={}.",
+                    py(master_addr), py(master_port), py(init_method)));
 }
 
 }  // namespace
 
 SpawnOptions setup_spawn_params(std::string_view backend, const ParallelOptions& opts) {
   const int nproc = *opts.nproc_per_node;
-  if (nproc < 1) throw ValueError("Argument nproc_per_node should positive, but given " + std::to_string(nproc));
+  if (nproc < 1) throw ValueError(fmt::format("Argument nproc_per_node should positive, but given {}", nproc));
   const int nnodes = opts.nnodes.value_or(1);
-  if (nnodes < 1) throw ValueError("Argument nnodes should positive, but given " + std::to_string(nnodes));
+  if (nnodes < 1) throw ValueError(fmt::format("Argument nnodes should positive, but given {}", nnodes));
   if (!opts.node_rank && nnodes > 1)
     throw ValueError("If number of nodes larger than one, arguments node_rank should be given");
   const int node_rank = opts.node_rank.value_or(0);
@@ -87,14 +84,13 @@ void check_spawn_options(std::string_view backend, const SpawnOptions& opts) {
         "program with mpirun (e.g. `mpirun -np 4 ./app`) and call idist::initialize(\"mpi\") or use "
         "idist::Parallel(\"mpi\") without nproc_per_node");
   if (!launcher::is_available(backend))
-    throw ValueError("Backend should be one of " + launcher::quoted_backends() + ", but given '" +
-                     std::string(backend) + "'");
+    throw ValueError(fmt::format("Backend should be one of {}, but given '{}'", launcher::quoted_backends(), backend));
   launcher::check_counts(opts.nproc_per_node, opts.nnodes, opts.node_rank);
   if (opts.master_port && (*opts.master_port < 1 || *opts.master_port > 65535))
-    throw ValueError("Argument master_port should be between 1 and 65535, but given " +
-                     std::to_string(*opts.master_port));
+    throw ValueError(
+        fmt::format("Argument master_port should be between 1 and 65535, but given {}", *opts.master_port));
   if (opts.timeout.count() <= 0)
-    throw ValueError("Argument timeout should be positive, but given " + std::to_string(opts.timeout.count()) + " ms");
+    throw ValueError(fmt::format("Argument timeout should be positive, but given {} ms", opts.timeout.count()));
 }
 
 SpawnOptions with_master_defaults(SpawnOptions opts) {
@@ -110,8 +106,8 @@ SpawnOptions with_master_defaults(SpawnOptions opts) {
       char* end = nullptr;
       const long value = std::strtol(port, &end, 10);
       if (*end != '\0' || value < 1 || value > 65535)
-        throw ValueError(std::string("spawn: the environment variable MASTER_PORT should be a port in [1, 65535], "
-                                     "but given '") + port + "'");
+        throw ValueError(fmt::format(
+            "spawn: the environment variable MASTER_PORT should be a port in [1, 65535], but given '{}'", port));
       opts.master_port = int(value);
     }
   }

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "idist/launcher.hpp"
 #include "launcher/worker.hpp"
 
@@ -58,13 +60,14 @@ void drain(Child& c) {
 bool failed(const Child& c) { return c.exited && !(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0); }
 
 std::string reason(const Child& c) {
-  if (!c.report.empty()) return "failed with " + c.report;
+  if (!c.report.empty()) return fmt::format("failed with {}", c.report);
   if (WIFSIGNALED(c.status)) {
     const int sig = WTERMSIG(c.status);
     const char* name = ::sigabbrev_np(sig);
-    return "was killed by signal " + std::to_string(sig) + (name ? std::string(" (SIG") + name + ")" : "");
+    return name ? fmt::format("was killed by signal {} (SIG{})", sig, name)
+                : fmt::format("was killed by signal {}", sig);
   }
-  if (WIFEXITED(c.status)) return "exited with status " + std::to_string(WEXITSTATUS(c.status));
+  if (WIFEXITED(c.status)) return fmt::format("exited with status {}", WEXITSTATUS(c.status));
   return "ended abnormally";
 }
 
@@ -113,8 +116,7 @@ int reap(std::vector<Child>& children, Clock::time_point now) {
 }
 
 std::string describe(const Child& c, int nproc) {
-  return "rank " + std::to_string(c.rank) + " (local rank " + std::to_string(c.local_rank) + " of " +
-         std::to_string(nproc) + ")";
+  return fmt::format("rank {} (local rank {} of {})", c.rank, c.local_rank, nproc);
 }
 
 }  // namespace
@@ -123,9 +125,10 @@ void spawn_workers(std::string_view backend, const std::function<void(int)>& tas
   check_spawn_options(backend, given);
   const SpawnOptions opts = with_master_defaults(given);
   if (idist::backend())
-    throw ValueError("spawn: the " + *idist::backend() +
-                     " backend is already initialized in this process; spawn workers from a serial process "
-                     "(call idist::finalize() first, or use idist::Parallel without nproc_per_node)");
+    throw ValueError(
+        fmt::format("spawn: the {} backend is already initialized in this process; spawn workers from a serial process "
+                    "(call idist::finalize() first, or use idist::Parallel without nproc_per_node)",
+                    *idist::backend()));
 
   launcher::WorkerPlan plan;
   plan.backend = std::string(backend);
@@ -155,7 +158,7 @@ void spawn_workers(std::string_view backend, const std::function<void(int)>& tas
       signal_running(children, SIGKILL);
       for (auto& k : children)
         if (k.pid > 0 && !k.exited) ::waitpid(k.pid, nullptr, 0), close_fd(k.report_fd);
-      throw BackendError("spawn: cannot start worker " + std::to_string(i) + ": " + err);
+      throw BackendError(fmt::format("spawn: cannot start worker {}: {}", i, err));
     }
     if (c.pid == 0) {
       ::close(fds[0]);
@@ -206,13 +209,13 @@ void spawn_workers(std::string_view backend, const std::function<void(int)>& tas
     for (const auto& c : children)
       if (failed(c)) first = first ? first : &c;
   if (!first) return;
-  std::string msg = "spawn: worker " + describe(*first, opts.nproc_per_node) + " " + reason(*first);
+  std::string msg = fmt::format("spawn: worker {} {}", describe(*first, opts.nproc_per_node), reason(*first));
   std::string others;
   for (const auto& c : children)
     if (&c != first && failed(c) && !c.stopped_by_us)
-      others += (others.empty() ? "" : "; ") + describe(c, opts.nproc_per_node) + " " + reason(c);
+      others += fmt::format("{}{} {}", others.empty() ? "" : "; ", describe(c, opts.nproc_per_node), reason(c));
   msg += "; the other workers were stopped";
-  if (!others.empty()) msg += ". Also failed: " + others;
+  if (!others.empty()) msg += fmt::format(". Also failed: {}", others);
   throw SpawnError(msg, first->rank, first->local_rank);
 }
 

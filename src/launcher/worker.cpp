@@ -100,7 +100,7 @@ void run_worker(const WorkerPlan& plan, const std::function<void(int)>& task, in
     task(plan.local_rank);
     finalize();
   } catch (const std::exception& e) {
-    write_report(report_fd, detail::demangled_name(typeid(e)) + ": " + e.what());
+    write_report(report_fd, fmt::format("{}: {}", detail::demangled_name(typeid(e)), e.what()));
     code = 1;
   } catch (...) {
     write_report(report_fd, "an exception that is not a std::exception");

@@ -23,7 +23,7 @@ namespace {
 std::string candidates_text(const std::vector<InterfaceAddress>& interfaces) {
   if (interfaces.empty()) return "none";
   std::vector<std::string> items;
-  for (const auto& i : interfaces) items.push_back(i.name + " " + i.address);
+  for (const auto& i : interfaces) items.push_back(fmt::format("{} {}", i.name, i.address));
   return fmt::format("{}", fmt::join(items, ", "));
 }
 
@@ -117,10 +117,12 @@ InterfaceChoice choose_interface(const InterfaceQuery& q) {
     throw BackendError(fmt::format("cannot choose the network interface: no local address routes to MASTER_ADDR "
                                    "'{}' ({}); set {} to the interface that reaches it",
                                    q.master_addr, context, q.ifname_variable));
-  const std::string master = q.master_ip == q.master_addr ? q.master_addr : q.master_addr + " (" + *q.master_ip + ")";
+  const std::string master =
+      q.master_ip == q.master_addr ? q.master_addr : fmt::format("{} ({})", q.master_addr, *q.master_ip);
   if (!is_loopback_address(*q.route_source))
-    return {name_of(q.interfaces, *q.route_source), *q.route_source, "routes to MASTER_ADDR " + master};
-  if (q.nnodes <= 1) return {"lo", "127.0.0.1", "MASTER_ADDR " + master + " is this host and the world is on one node"};
+    return {name_of(q.interfaces, *q.route_source), *q.route_source, fmt::format("routes to MASTER_ADDR {}", master)};
+  if (q.nnodes <= 1)
+    return {"lo", "127.0.0.1", fmt::format("MASTER_ADDR {} is this host and the world is on one node", master)};
   // The master runs here but peers on other hosts must reach this rank: a loopback address would send
   // them to themselves. Prefer real interfaces over container bridges.
   std::vector<InterfaceAddress> real;

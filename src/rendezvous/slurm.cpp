@@ -48,9 +48,9 @@ DdpVars setup_ddp_vars_from_slurm_env(const Environ& env) {
     const std::array<std::pair<const char*, const char*>, 3> pairs = {
         {{"RANK", "SLURM_PROCID"}, {"LOCAL_RANK", "SLURM_LOCALID"}, {"WORLD_SIZE", "SLURM_NTASKS"}}};
     std::array<int*, 3> slurm_values = {&vars.rank, &vars.local_rank, &vars.world_size};
-    const auto slurm_desc = describe_vars({{{"RANK", std::to_string(vars.rank)},
-                                            {"LOCAL_RANK", std::to_string(vars.local_rank)},
-                                            {"WORLD_SIZE", std::to_string(vars.world_size)}}});
+    const auto slurm_desc = describe_vars({{{"RANK", fmt::to_string(vars.rank)},
+                                            {"LOCAL_RANK", fmt::to_string(vars.local_rank)},
+                                            {"WORLD_SIZE", fmt::to_string(vars.world_size)}}});
     const auto pth_desc = describe_vars({{{"RANK", *lookup(env, "RANK")},
                                           {"LOCAL_RANK", *lookup(env, "LOCAL_RANK")},
                                           {"WORLD_SIZE", *lookup(env, "WORLD_SIZE")}}});

@@ -131,7 +131,7 @@ void exchange_topology(store::Store& store, WorldInfo& info, std::chrono::millis
         return detail::encode_topology(detail::compute_topology(entries, nproc_env));
       });
   const auto t = detail::decode_topology(result, info.world_size);
-  if (!t.error.empty()) throw ValueError("rendezvous: " + t.error);
+  if (!t.error.empty()) throw ValueError(fmt::format("rendezvous: {}", t.error));
   info.local_rank = t.local_rank[info.rank];
   info.local_rank_known = true;
   set_nproc_per_node(info, t.nproc_per_node);

@@ -163,7 +163,7 @@ FileStore::~FileStore() {
   }
 }
 
-std::string FileStore::describe() const { return "file://" + path_; }
+std::string FileStore::describe() const { return fmt::format("file://{}", path_); }
 
 std::string FileStore::key_path(const std::string& key) const {
   validate_key(key, describe());

@@ -15,7 +15,7 @@ void RejectLog::note(const std::string& reason, const std::string& peer, const s
     e.last_print = now;
     std::fputs(fmt::format("idist TCPStore server: refused {}: {}{} (further refusals for this reason are "
                            "summed up every {} s)\n",
-                           peer, reason, detail.empty() ? "" : " (" + detail + ")", interval_.count() / 1000)
+                           peer, reason, detail.empty() ? "" : fmt::format(" ({})", detail), interval_.count() / 1000)
                    .c_str(),
                stderr);
     return;

@@ -22,7 +22,7 @@ void store_barrier(Store& store, const std::string& name, int world_size, std::c
     } catch (const Error&) {
     }
     throw TimeoutError(fmt::format("{} of {} ranks arrived at barrier '{}' of {} within {} ms ({})",
-                                   arrived < 0 ? std::string("?") : std::to_string(arrived), world_size, name,
+                                   arrived < 0 ? std::string("?") : fmt::to_string(arrived), world_size, name,
                                    store.describe(), timeout.count(), e.what()));
   }
 }

@@ -223,7 +223,7 @@ void TCPStore::wait_for_workers(std::chrono::milliseconds timeout) {
     throw TimeoutError(fmt::format(
         "TCPStore {}: {} of {} workers joined within {:.2f} s; the others never connected (are all ranks started, "
         "with the same MASTER_ADDR / MASTER_PORT or init_method, and WORLD_SIZE = {}?)",
-        describe(), joined < 0 ? std::string("?") : std::to_string(joined), world_size_,
+        describe(), joined < 0 ? std::string("?") : fmt::to_string(joined), world_size_,
         std::chrono::duration<double>(timeout).count(), world_size_));
   }
 }

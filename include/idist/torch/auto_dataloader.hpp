@@ -15,6 +15,7 @@
 #include <torch/data/samplers/sequential.h>
 
 #include "idist/context.hpp"
+#include "idist/detail/format.hpp"
 #include "idist/error.hpp"
 #include "idist/logging.hpp"
 #include "idist/torch/loader_options.hpp"
@@ -80,12 +81,12 @@ inline void warn_about_sampler_placement(const torch::data::samplers::Sampler<>&
   if (auto* p = dynamic_cast<const DistributedProxySampler*>(&s)) placed = {p->rank(), p->num_replicas()};
   if (!placed) return;
   if (placed->first != rank)
-    log_warning(kAutoDataloaderLogger, "Found distributed sampler with rank=" + std::to_string(placed->first) +
-                                           ", but process rank is " + std::to_string(rank));
+    log_warning(kAutoDataloaderLogger,
+                format_message("Found distributed sampler with rank={}, but process rank is {}", placed->first, rank));
   if (placed->second != world_size)
-    log_warning(kAutoDataloaderLogger, "Found distributed sampler with num_replicas=" +
-                                           std::to_string(placed->second) + ", but world size is " +
-                                           std::to_string(world_size));
+    log_warning(kAutoDataloaderLogger,
+                format_message("Found distributed sampler with num_replicas={}, but world size is {}", placed->second,
+                               world_size));
 }
 
 /// The sampler auto_dataloader uses for a dataset of `dataset_size` examples (ignite's choice).

@@ -19,11 +19,12 @@
 
 #include "idist/collectives.hpp"
 #include "idist/context.hpp"
+#include "idist/detail/format.hpp"
 #include "idist/error.hpp"
 #include "idist/logging.hpp"
 #include "idist/torch/collectives.hpp"
-#include "idist/torch/dtype.hpp"
 #include "idist/torch/comm_hook.hpp"
+#include "idist/torch/dtype.hpp"
 #include "idist/torch/nn/convert_sync_batch_norm.hpp"
 #include "idist/torch/reducer.hpp"
 
@@ -154,27 +155,29 @@ inline void convert_batch_norms(torch::nn::Module& module) {
   try {
     converted = nn::convert_sync_batchnorm(module);
   } catch (const ValueError& e) {
-    error = std::string("auto_model: sync_bn=true, but ") + e.what();
+    error = format_message("auto_model: sync_bn=true, but {}", e.what());
   }
   const int bad = all_reduce(error.empty() ? -1 : get_rank(), ReduceOp::Max);
   if (!error.empty()) throw ValueError(error);
   if (bad >= 0)
-    throw ValueError("auto_model: sync_bn=true, but rank " + std::to_string(bad) +
-                     " could not convert its BatchNorm modules to SyncBatchNorm (see that rank's error)");
+    throw ValueError(format_message(
+        "auto_model: sync_bn=true, but rank {} could not convert its BatchNorm modules to SyncBatchNorm (see that "
+        "rank's error)",
+        bad));
   if (converted > 0)
     log_info("distributed.auto.auto_model",
-             "Convert batch norm to sync batch norm (" + std::to_string(converted) + " module(s))");
+             format_message("Convert batch norm to sync batch norm ({} module(s))", converted));
 }
 
 /// One line per parameter and buffer: "name dtype [sizes]", for comparing models across ranks.
 inline std::vector<std::string> module_signature(const torch::nn::Module& module) {
   std::vector<std::string> lines;
   for (const auto& p : module.named_parameters(true))
-    lines.push_back("parameter " + p.key() + " " + c10::toString(p.value().scalar_type()) + " " +
-                    shape_str(p.value().sizes()));
+    lines.push_back(format_message("parameter {} {} {}", p.key(), c10::toString(p.value().scalar_type()),
+                                   shape_str(p.value().sizes())));
   for (const auto& b : module.named_buffers(true))
-    lines.push_back("buffer " + b.key() + " " + c10::toString(b.value().scalar_type()) + " " +
-                    shape_str(b.value().sizes()));
+    lines.push_back(format_message("buffer {} {} {}", b.key(), c10::toString(b.value().scalar_type()),
+                                   shape_str(b.value().sizes())));
   return lines;
 }
 
@@ -194,15 +197,15 @@ inline void verify_same_model(const torch::nn::Module& module) {
       theirs.push_back(ref.substr(start, nl - start));
     std::size_t k = 0;
     while (k < mine.size() && k < theirs.size() && mine[k] == theirs[k]) ++k;
-    error = "auto_model: the model on rank " + std::to_string(get_rank()) + " differs from rank 0's: entry " +
-            std::to_string(k) + " is '" + (k < mine.size() ? mine[k] : std::string("<none>")) + "' here but '" +
-            (k < theirs.size() ? theirs[k] : std::string("<none>")) + "' on rank 0";
+    error = format_message(
+        "auto_model: the model on rank {} differs from rank 0's: entry {} is '{}' here but '{}' on rank 0", get_rank(),
+        k, k < mine.size() ? mine[k] : std::string("<none>"), k < theirs.size() ? theirs[k] : std::string("<none>"));
   }
   const int bad = all_reduce(error.empty() ? -1 : get_rank(), ReduceOp::Max);
   if (!error.empty()) throw ValueError(error);
   if (bad >= 0)
-    throw ValueError("auto_model: the model on rank " + std::to_string(bad) +
-                     " differs from rank 0's (parameters or buffers; see that rank's error)");
+    throw ValueError(format_message(
+        "auto_model: the model on rank {} differs from rank 0's (parameters or buffers; see that rank's error)", bad));
 }
 
 /// Copies rank 0's parameters and buffers to every rank, one broadcast per dtype and device.
@@ -235,7 +238,8 @@ Model auto_model(Model model, const AutoModelOptions& opts = {}) {
   const std::shared_ptr<torch::nn::Module> module = detail::module_of(model);
   if (!module) throw ValueError("auto_model: model is empty (null module); expected a constructed module");
   if (!(opts.bucket_cap_mb > 0))
-    throw ValueError("auto_model: bucket_cap_mb should be positive, but given " + std::to_string(opts.bucket_cap_mb));
+    throw ValueError(
+        detail::format_message("auto_model: bucket_cap_mb should be positive, but given {}", opts.bucket_cap_mb));
 
   const c10::Device dev = to_torch_device(device());
   bool on_device = true;

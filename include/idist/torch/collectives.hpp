@@ -28,6 +28,7 @@
 
 #include "idist/collectives.hpp"
 #include "idist/context.hpp"
+#include "idist/detail/format.hpp"
 #include "idist/error.hpp"
 #include "idist/group.hpp"
 #include "idist/torch/dtype.hpp"
@@ -42,14 +43,14 @@ inline c10::Device comm_device(const ComputationModel& m) { return to_torch_devi
 
 /// "[2, 3, 4]", for messages.
 inline std::string shape_str(c10::IntArrayRef sizes) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
-  return s + "]";
+  std::string s;
+  for (std::size_t i = 0; i < sizes.size(); ++i) s += format_message("{}{}", i ? ", " : "", sizes[i]);
+  return format_message("[{}]", s);
 }
 
 /// Throws ValueError unless `t` is defined and has a supported dtype. `fn` names the collective.
 inline DType checked_dtype(const at::Tensor& t, std::string_view fn) {
-  if (!t.defined()) throw ValueError(std::string(fn) + ": tensor is undefined; expected a defined tensor");
+  if (!t.defined()) throw ValueError(format_message("{}: tensor is undefined; expected a defined tensor", fn));
   return to_dtype(t.scalar_type());
 }
 
@@ -157,13 +158,14 @@ inline Work all_gather_async(const at::Tensor& in, const at::Tensor& out, const 
   const DType dt = detail::checked_dtype(in, "all_gather");
   if (!out.defined()) throw ValueError("all_gather_async: out is undefined; expected a defined tensor");
   if (out.scalar_type() != in.scalar_type())
-    throw ValueError(std::string("all_gather_async: out has dtype ") + c10::toString(out.scalar_type()) +
-                     ", expected the input's dtype " + c10::toString(in.scalar_type()));
+    throw ValueError(detail::format_message("all_gather_async: out has dtype {}, expected the input's dtype {}",
+                                            c10::toString(out.scalar_type()), c10::toString(in.scalar_type())));
   const auto rank = m.group_rank(group);
   const std::int64_t n = rank ? m.group_size(group) : 1;
   if (out.numel() != in.numel() * n)
-    throw ValueError("all_gather_async: out has " + std::to_string(out.numel()) + " elements, expected " +
-                     std::to_string(in.numel() * n) + " (input elements times group size)");
+    throw ValueError(
+        detail::format_message("all_gather_async: out has {} elements, expected {} (input elements times group size)",
+                               out.numel(), in.numel() * n));
   (void)dt;
   if (!rank) {
     at::NoGradGuard no_grad;
@@ -208,11 +210,11 @@ inline at::Tensor all_gather(const at::Tensor& t, const Group& group = {}) {
     pos += 2 + nd;
     const bool same_tail = nd == std::size_t(x.dim()) && std::equal(shapes[r].begin() + 1, shapes[r].end(), x.sizes().begin() + 1);
     if (st != x.scalar_type() || !same_tail)
-      throw ValueError(std::string("all_gather: every rank must pass the same dtype and the same sizes except the first "
-                                   "dimension; group rank ") +
-                       std::to_string(*m.group_rank(group)) + " has " + c10::toString(x.scalar_type()) + " " +
-                       detail::shape_str(x.sizes()) + " but group rank " + std::to_string(r) + " has " +
-                       c10::toString(st) + " " + detail::shape_str(shapes[r]));
+      throw ValueError(detail::format_message(
+          "all_gather: every rank must pass the same dtype and the same sizes except the first dimension; group rank "
+          "{} has {} {} but group rank {} has {} {}",
+          *m.group_rank(group), c10::toString(x.scalar_type()), detail::shape_str(x.sizes()), r, c10::toString(st),
+          detail::shape_str(shapes[r])));
     counts[r] = std::size_t(shapes[r][0] * inner);
   }
   std::vector<std::int64_t> out_sizes(x.sizes().begin(), x.sizes().end());
@@ -321,19 +323,18 @@ inline std::vector<at::Tensor> all_gather_tensors_with_shapes(const at::Tensor& 
   } else if (t.scalar_type() == c10::ScalarType::Undefined) {
     error = "tensor has no dtype";
   } else if (shapes.size() != n) {
-    error = "shapes has " + std::to_string(shapes.size()) + " entries, expected one per rank of the group (" +
-            std::to_string(n) + ")";
+    error = detail::format_message("shapes has {} entries, expected one per rank of the group ({})", shapes.size(), n);
   } else {
     for (std::size_t i = 0; i < n && error.empty(); ++i) {
       if (shapes[i].size() != std::size_t(t.dim()))
-        error = "shapes[" + std::to_string(i) + "] = " + detail::shape_str(shapes[i]) + " has " +
-                std::to_string(shapes[i].size()) + " dimensions, expected the tensor's " + std::to_string(t.dim());
+        error = detail::format_message("shapes[{}] = {} has {} dimensions, expected the tensor's {}", i,
+                                       detail::shape_str(shapes[i]), shapes[i].size(), t.dim());
       else if (std::any_of(shapes[i].begin(), shapes[i].end(), [](std::int64_t d) { return d < 0; }))
-        error = "shapes[" + std::to_string(i) + "] = " + detail::shape_str(shapes[i]) + " has a negative size";
+        error = detail::format_message("shapes[{}] = {} has a negative size", i, detail::shape_str(shapes[i]));
     }
     if (error.empty() && c10::IntArrayRef(shapes[*me]) != t.sizes())
-      error = "the tensor's shape " + detail::shape_str(t.sizes()) + " differs from shapes[" + std::to_string(*me) +
-              "] = " + detail::shape_str(shapes[*me]) + " (its entry for this rank)";
+      error = detail::format_message("the tensor's shape {} differs from shapes[{}] = {} (its entry for this rank)",
+                                     detail::shape_str(t.sizes()), *me, detail::shape_str(shapes[*me]));
   }
   if (error.empty()) {
     try {
@@ -343,10 +344,10 @@ inline std::vector<at::Tensor> all_gather_tensors_with_shapes(const at::Tensor& 
     }
   }
   const std::int32_t bad_rank = all_reduce(std::int32_t(error.empty() ? -1 : *me), ReduceOp::Max, group);
-  if (!error.empty()) throw ValueError("all_gather_tensors_with_shapes: " + error);
+  if (!error.empty()) throw ValueError(detail::format_message("all_gather_tensors_with_shapes: {}", error));
   if (bad_rank >= 0)
-    throw ValueError("all_gather_tensors_with_shapes: group rank " + std::to_string(bad_rank) +
-                     " passed invalid arguments (see its error)");
+    throw ValueError(detail::format_message(
+        "all_gather_tensors_with_shapes: group rank {} passed invalid arguments (see its error)", bad_rank));
 
   if (t.dim() == 0) {
     const at::Tensor all = all_gather(t, group);

@@ -36,6 +36,7 @@
 #include <torch/nn/module.h>
 
 #include "idist/context.hpp"
+#include "idist/detail/format.hpp"
 #include "idist/error.hpp"
 #include "idist/torch/auto_model.hpp"
 #include "idist/torch/collectives.hpp"
@@ -81,8 +82,10 @@ class JoinSession {
       const std::vector<int> active = indicator(false);
       if (active.empty()) break;
       if (opts_.throw_on_early_termination)
-        throw Error("join: rank " + std::to_string(rank_) + " exhausted its inputs while rank(s) " + list(active) +
-                    " still had some (throw_on_early_termination); raising on every rank");
+        throw Error(detail::format_message(
+            "join: rank {} exhausted its inputs while rank(s) {} still had some (throw_on_early_termination); "
+            "raising on every rank",
+            rank_, list(active)));
       reducer_->shadow_backward(active.back());
       last_joiner = false;
     }
@@ -117,9 +120,9 @@ class JoinSession {
         else
           joined.push_back(r);
       }
-      throw Error("join: rank(s) " + list(joined) +
-                  " exhausted their inputs (throw_on_early_termination); raising on every rank, here rank " +
-                  std::to_string(rank_));
+      throw Error(detail::format_message(
+          "join: rank(s) {} exhausted their inputs (throw_on_early_termination); raising on every rank, here rank {}",
+          list(joined), rank_));
     }
     return Reducer::JoinTick{opts_.divide_by_initial_world_size ? double(world_size_) : double(active.size()),
                              active.back()};
@@ -127,7 +130,7 @@ class JoinSession {
 
   static std::string list(const std::vector<int>& ranks) {
     std::string s;
-    for (int r : ranks) s += (s.empty() ? "" : ", ") + std::to_string(r);
+    for (int r : ranks) s += detail::format_message("{}{}", s.empty() ? "" : ", ", r);
     return s;
   }
 

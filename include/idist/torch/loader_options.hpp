@@ -14,6 +14,7 @@
 
 #include <torch/data/samplers/base.h>
 
+#include "idist/detail/format.hpp"
 #include "idist/error.hpp"
 #include "idist/types.hpp"
 
@@ -52,8 +53,9 @@ inline DataLoaderOptions adapt_loader_options(DataLoaderOptions opts, int world_
                                               const Device& device) {
   if (opts.batch_size == 0) throw ValueError("auto_dataloader: batch_size should be a positive integer, but given 0");
   if (world_size < 1 || nproc_per_node < 1)
-    throw ValueError("auto_dataloader: world_size and nproc_per_node should be positive, but given " +
-                     std::to_string(world_size) + " and " + std::to_string(nproc_per_node));
+    throw ValueError(
+        format_message("auto_dataloader: world_size and nproc_per_node should be positive, but given {} and {}",
+                       world_size, nproc_per_node));
   if (world_size > 1) {
     const auto ws = std::size_t(world_size);
     const auto nproc = std::size_t(nproc_per_node);
@@ -79,11 +81,10 @@ inline std::string short_type_name(const std::type_info& type, std::size_t max_c
 /// batch_size=.., num_workers=.., shuffle=.., drop_last=.., pin_memory=.., sampler=<type or none>".
 inline std::string describe_loader(std::string_view dataset_name, const DataLoaderOptions& o,
                                    std::string_view sampler_name) {
-  const auto flag = [](bool b) { return b ? "true" : "false"; };
-  return "Use data loader options for dataset '" + std::string(dataset_name) +
-         "': batch_size=" + std::to_string(o.batch_size) + ", num_workers=" + std::to_string(o.num_workers) +
-         ", shuffle=" + flag(o.shuffle) + ", drop_last=" + flag(o.drop_last) +
-         ", pin_memory=" + flag(o.pin_memory.value_or(false)) + ", sampler=" + std::string(sampler_name);
+  return format_message(
+      "Use data loader options for dataset '{}': batch_size={}, num_workers={}, shuffle={}, drop_last={}, "
+      "pin_memory={}, sampler={}",
+      dataset_name, o.batch_size, o.num_workers, o.shuffle, o.drop_last, o.pin_memory.value_or(false), sampler_name);
 }
 
 }  // namespace detail

@@ -27,6 +27,7 @@
 #include <ATen/ATen.h>
 
 #include "idist/context.hpp"
+#include "idist/detail/format.hpp"
 #include "idist/error.hpp"
 #include "idist/torch/collectives.hpp"
 #include "idist/torch/comm_hook.hpp"
@@ -85,22 +86,24 @@ class PowerSGDState {
   ///         with use_error_feedback or warm_start (PyTorch's rule: buckets settle after the first
   ///         iteration).
   explicit PowerSGDState(PowerSGDOptions options) : opts_(options), rng_(options.random_seed) {
+    using idist::detail::format_message;
     if (opts_.matrix_approximation_rank < 1)
-      throw ValueError("powersgd: matrix_approximation_rank should be >= 1, but given " +
-                       std::to_string(opts_.matrix_approximation_rank));
+      throw ValueError(format_message("powersgd: matrix_approximation_rank should be >= 1, but given {}",
+                                      opts_.matrix_approximation_rank));
     if (opts_.start_powersgd_iter < 0)
-      throw ValueError("powersgd: start_powersgd_iter should be >= 0, but given " +
-                       std::to_string(opts_.start_powersgd_iter));
+      throw ValueError(
+          format_message("powersgd: start_powersgd_iter should be >= 0, but given {}", opts_.start_powersgd_iter));
     if (!(opts_.min_compression_rate >= 0))
-      throw ValueError("powersgd: min_compression_rate should be >= 0, but given " +
-                       std::to_string(opts_.min_compression_rate));
+      throw ValueError(
+          format_message("powersgd: min_compression_rate should be >= 0, but given {}", opts_.min_compression_rate));
     if (!(opts_.orthogonalization_epsilon >= 0))
-      throw ValueError("powersgd: orthogonalization_epsilon should be >= 0, but given " +
-                       std::to_string(opts_.orthogonalization_epsilon));
+      throw ValueError(format_message("powersgd: orthogonalization_epsilon should be >= 0, but given {}",
+                                      opts_.orthogonalization_epsilon));
     if ((opts_.use_error_feedback || opts_.warm_start) && opts_.start_powersgd_iter <= 1)
-      throw ValueError("powersgd: start_powersgd_iter should be > 1 with use_error_feedback or warm_start, but given " +
-                       std::to_string(opts_.start_powersgd_iter) +
-                       " (the first iterations run plain all-reduce while the buckets settle)");
+      throw ValueError(format_message(
+          "powersgd: start_powersgd_iter should be > 1 with use_error_feedback or warm_start, but given {} (the first "
+          "iterations run plain all-reduce while the buckets settle)",
+          opts_.start_powersgd_iter));
   }
 
   /// Iterations (backwards) seen so far; compression runs once iter() >= start_powersgd_iter.

@@ -28,6 +28,7 @@
 #include <torch/utils.h>
 
 #include "idist/context.hpp"
+#include "idist/detail/format.hpp"
 #include "idist/error.hpp"
 
 namespace idist {
@@ -67,11 +68,9 @@ inline std::pair<int, int> replicas_and_rank(std::optional<int> num_replicas, st
                                              const char* who) {
   const int n = num_replicas.value_or(get_world_size());
   const int r = rank.value_or(get_rank());
-  if (n < 1)
-    throw ValueError(std::string(who) + ": num_replicas should be a positive integer, but given " + std::to_string(n));
+  if (n < 1) throw ValueError(format_message("{}: num_replicas should be a positive integer, but given {}", who, n));
   if (r < 0 || r >= n)
-    throw ValueError(std::string(who) + ": Invalid rank " + std::to_string(r) + ", rank should be in the interval [0, " +
-                     std::to_string(n - 1) + "]");
+    throw ValueError(format_message("{}: Invalid rank {}, rank should be in the interval [0, {}]", who, r, n - 1));
   return {n, r};
 }
 
@@ -255,8 +254,9 @@ class WeightedRandomSampler : public torch::data::samplers::Sampler<> {
     if (num_samples == 0)
       throw ValueError("WeightedRandomSampler: num_samples should be a positive integer value, but got num_samples=0");
     if (!replacement && num_samples > std::size_t(weights_.numel()))
-      throw ValueError("WeightedRandomSampler: num_samples=" + std::to_string(num_samples) + " exceeds the " +
-                       std::to_string(weights_.numel()) + " weights, which is only possible with replacement");
+      throw ValueError(detail::format_message(
+          "WeightedRandomSampler: num_samples={} exceeds the {} weights, which is only possible with replacement",
+          num_samples, weights_.numel()));
   }
 
   /// Number of indices one epoch yields.

@@ -38,6 +38,7 @@
 #include <torch/nn/pimpl.h>
 
 #include "idist/context.hpp"
+#include "idist/detail/format.hpp"
 #include "idist/error.hpp"
 #include "idist/group.hpp"
 #include "idist/torch/collectives.hpp"
@@ -129,9 +130,10 @@ struct SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFun
     const at::Tensor counts = counts_all.index({present}).unsqueeze(1);  // [R, 1]
     const double total = counts.sum().item<double>();
     if (total <= 1)
-      throw ValueError("SyncBatchNorm: expected more than 1 value per channel when training, got " +
-                       std::to_string(static_cast<int64_t>(total)) + " over the group (input size " +
-                       idist::detail::shape_str(input.sizes()) + " on rank " + std::to_string(get_rank()) + ")");
+      throw ValueError(idist::detail::format_message(
+          "SyncBatchNorm: expected more than 1 value per channel when training, got {} over the group (input size {} "
+          "on rank {})",
+          static_cast<int64_t>(total), idist::detail::shape_str(input.sizes()), get_rank()));
     // Parallel variance: the global biased variance from the per-rank means and variances.
     const at::Tensor mean = (means * counts).sum(0) / total;
     const at::Tensor local_vars = invstds.square().reciprocal() - eps;
@@ -231,10 +233,11 @@ class SyncBatchNormImpl : public torch::nn::Cloneable<SyncBatchNormImpl> {
   /// @throws ValueError when num_features is not positive or eps is negative.
   explicit SyncBatchNormImpl(const SyncBatchNormOptions& options) : options(options) {  // NOLINT
     if (options.num_features() <= 0)
-      throw ValueError("SyncBatchNorm: num_features should be positive, but given " +
-                       std::to_string(options.num_features()));
+      throw ValueError(idist::detail::format_message("SyncBatchNorm: num_features should be positive, but given {}",
+                                                     options.num_features()));
     if (!(options.eps() >= 0))
-      throw ValueError("SyncBatchNorm: eps should be non-negative, but given " + std::to_string(options.eps()));
+      throw ValueError(
+          idist::detail::format_message("SyncBatchNorm: eps should be non-negative, but given {}", options.eps()));
     reset();
   }
 
@@ -292,12 +295,13 @@ class SyncBatchNormImpl : public torch::nn::Cloneable<SyncBatchNormImpl> {
   ///         when the global batch has one value per channel in training mode.
   torch::Tensor forward(const torch::Tensor& input) {
     if (input.dim() < 2)
-      throw ValueError("SyncBatchNorm: expected an input of at least 2 dimensions [N, C, *], but got " +
-                       idist::detail::shape_str(input.sizes()));
+      throw ValueError(idist::detail::format_message(
+          "SyncBatchNorm: expected an input of at least 2 dimensions [N, C, *], but got {}",
+          idist::detail::shape_str(input.sizes())));
     if (input.size(1) != options.num_features())
-      throw ValueError("SyncBatchNorm: expected " + std::to_string(options.num_features()) +
-                       " channels (dimension 1 of the input), but got input of size " +
-                       idist::detail::shape_str(input.sizes()));
+      throw ValueError(idist::detail::format_message(
+          "SyncBatchNorm: expected {} channels (dimension 1 of the input), but got input of size {}",
+          options.num_features(), idist::detail::shape_str(input.sizes())));
     double factor = options.momentum().value_or(0.0);
     if (is_training() && options.track_running_stats()) {
       {
@@ -314,8 +318,10 @@ class SyncBatchNormImpl : public torch::nn::Cloneable<SyncBatchNormImpl> {
     const bool sync = use_batch_stats && is_training() && detail::group_size(group) > 1;
     if (sync && !group.is_world() &&
         std::find(group.ranks().begin(), group.ranks().end(), get_rank()) == group.ranks().end())
-      throw ValueError("SyncBatchNorm: rank " + std::to_string(get_rank()) + " is not a member of the group " +
-                       group.str() + " given in SyncBatchNormOptions; every rank that runs the module must be one");
+      throw ValueError(idist::detail::format_message(
+          "SyncBatchNorm: rank {} is not a member of the group {} given in SyncBatchNormOptions; every rank that runs "
+          "the module must be one",
+          get_rank(), group.str()));
     if (!sync)
       return torch::batch_norm(input, weight, bias, rmean, rvar, use_batch_stats, factor, options.eps(),
                                /*cudnn_enabled=*/true);
