@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "core/collective_checks.hpp"
 #include "core/reduce_check.hpp"
 #include "idist/error.hpp"
@@ -25,16 +27,15 @@ std::vector<int> ComputationModel::normalize_group(const Group& group) const {
   }
   for (int r : ranks)
     if (r < 0 || r >= n)
-      throw ValueError("group " + group.str() + ": rank " + std::to_string(r) + " is outside [0, " + std::to_string(n) +
-                       ") (world size " + std::to_string(n) + ")");
+      throw ValueError(fmt::format("group {}: rank {} is outside [0, {}) (world size {})", group.str(), r, n, n));
   std::sort(ranks.begin(), ranks.end());
   if (std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end())
-    throw ValueError("group " + group.str() + ": ranks must be distinct");
+    throw ValueError(fmt::format("group {}: ranks must be distinct", group.str()));
   return ranks;
 }
 
 void ComputationModel::unsupported(std::string_view what) const {
-  throw BackendError("the " + backend().value_or("serial") + " backend does not support " + std::string(what));
+  throw BackendError(fmt::format("the {} backend does not support {}", backend().value_or("serial"), what));
 }
 
 void ComputationModel::check_device_buffer(std::string_view op, std::string_view arg, const Device& device) const {

@@ -58,7 +58,7 @@ bool read_bcube_choice() {
   const char* v = std::getenv("IDIST_GLOO_ALLREDUCE");
   if (!v || !*v || std::strcmp(v, "ring") == 0) return false;
   if (std::strcmp(v, "bcube") == 0) return true;
-  throw ValueError(std::string("IDIST_GLOO_ALLREDUCE should be 'ring' or 'bcube', but given '") + v + "'");
+  throw ValueError(fmt::format("IDIST_GLOO_ALLREDUCE should be 'ring' or 'bcube', but given '{}'", v));
 }
 
 }  // namespace
@@ -102,21 +102,21 @@ std::unique_ptr<Communicator> GlooModel::connect(std::vector<int> ranks, std::st
   const int pos = int(std::lower_bound(ranks.begin(), ranks.end(), rank()) - ranks.begin());
   auto context = std::make_shared<gloo::rendezvous::Context>(pos, int(ranks.size()));
   context->setTimeout(timeout());
-  const std::string what = "gloo: rank " + std::to_string(rank()) + " could not connect the communicator of group " +
-                           name + " (" + std::to_string(ranks.size()) + " ranks) through " + store_->describe() +
-                           " within " + std::to_string(timeout().count()) + " ms: ";
+  const std::string what =
+      fmt::format("gloo: rank {} could not connect the communicator of group {} ({} ranks) through {} within {} ms: ",
+                  rank(), name, ranks.size(), store_->describe(), timeout().count());
   try {
     store::PrefixStore prefixed(prefix, store_);
     GlooStore for_gloo(prefixed);
     context->connectFullMesh(for_gloo, device_);
   } catch (const TimeoutError& e) {
-    throw TimeoutError(what + e.what());
+    throw TimeoutError(fmt::format("{}{}", what, e.what()));
   } catch (const ValueError&) {
     throw;
   } catch (const std::exception& e) {
     const bool timed_out = std::strstr(e.what(), "imed out") || std::strstr(e.what(), "imeout");
-    if (timed_out) throw TimeoutError(what + e.what());
-    throw BackendError(what + e.what());
+    if (timed_out) throw TimeoutError(fmt::format("{}{}", what, e.what()));
+    throw BackendError(fmt::format("{}{}", what, e.what()));
   }
   comm->ranks = std::move(ranks);
   comm->name = std::move(name);
@@ -151,9 +151,9 @@ void GlooModel::run_guarded(Communicator& comm, const char* op, int rank, const 
                             const Run& run) {
   if (comm.broken.load(std::memory_order_acquire)) {
     std::lock_guard lock(comm.failure_mutex);
-    throw BackendError(std::string(op) + " on rank " + std::to_string(rank) + ": the gloo communicator of group " +
-                       comm.name + " is unusable after an earlier failure (" + comm.failure +
-                       "); call idist::finalize()");
+    throw BackendError(fmt::format("{} on rank {}: the gloo communicator of group {} is unusable after an earlier "
+                                   "failure ({}); call idist::finalize()",
+                                   op, rank, comm.name, comm.failure));
   }
   const auto fail = [&](const std::string& detail, bool timed_out) {
     // Only the first failure of a communicator looks for the lost peers (a bounded network probe).

@@ -14,6 +14,8 @@
 
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "idist/error.hpp"
 
 namespace idist::gloo_backend {
@@ -147,7 +149,7 @@ std::shared_ptr<detail::WorkImpl> OpLane::submit(Op op, Clock::time_point inline
   std::lock_guard lock(state_->mutex);
   if (state_->stopping) {
     work->finish(std::make_exception_ptr(
-        BackendError("the gloo backend was finalized; cannot run a collective on group " + state_->name)));
+        BackendError(fmt::format("the gloo backend was finalized; cannot run a collective on group {}", state_->name))));
     return work;
   }
   state_->queue.push_back(State::Item{std::move(op), work, now});
@@ -180,7 +182,7 @@ void OpLane::stop(const std::string& why) {
   state_->cv.notify_all();
   for (auto& item : left)
     item.work->finish(std::make_exception_ptr(
-        BackendError(why + "; a collective on group " + state_->name + " was cancelled before it started")));
+        BackendError(fmt::format("{}; a collective on group {} was cancelled before it started", why, state_->name))));
   if (worker_.joinable()) worker_.join();
 }
 

@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include <fmt/format.h>
+
 #include "idist/error.hpp"
 
 namespace idist::mpi_backend {
@@ -11,9 +13,8 @@ void throw_mpi_error(int rc, const char* fn, int rank) {
   char text[MPI_MAX_ERROR_STRING] = {};
   int len = 0;
   if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) len = 0;
-  std::string msg = std::string(fn) + " failed on rank " + std::to_string(rank) + ": ";
-  msg += len > 0 ? std::string(text, std::size_t(len)) : "MPI error code " + std::to_string(rc);
-  throw BackendError(msg);
+  throw BackendError(len > 0 ? fmt::format("{} failed on rank {}: {}", fn, rank, std::string_view(text, std::size_t(len)))
+                             : fmt::format("{} failed on rank {}: MPI error code {}", fn, rank, rc));
 }
 
 }  // namespace idist::mpi_backend

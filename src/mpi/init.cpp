@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "core/backend_factories.hpp"
 #include "idist/error.hpp"
 #include "mpi/error.hpp"
@@ -21,7 +23,7 @@ std::size_t max_count_from_env() {
   char* end = nullptr;
   const long long v = std::strtoll(s, &end, 10);
   if (*end != '\0' || v < 1)
-    throw ValueError("IDIST_MPI_MAX_COUNT should be a positive integer, but given '" + std::string(s) + "'");
+    throw ValueError(fmt::format("IDIST_MPI_MAX_COUNT should be a positive integer, but given '{}'", s));
   return std::size_t(std::min<long long>(v, INT_MAX));
 }
 
@@ -31,7 +33,7 @@ std::optional<bool> blocking_from_env() {
   const std::string v(s);
   if (v == "1") return true;
   if (v == "0") return false;
-  throw ValueError("IDIST_MPI_BLOCKING should be 0 or 1, but given '" + v + "'");
+  throw ValueError(fmt::format("IDIST_MPI_BLOCKING should be 0 or 1, but given '{}'", v));
 }
 
 std::optional<bool> progress_thread_from_env() {
@@ -41,7 +43,7 @@ std::optional<bool> progress_thread_from_env() {
   if (v == "1") return true;
   if (v == "0") return false;
   if (v == "auto") return std::nullopt;
-  throw ValueError("IDIST_MPI_PROGRESS_THREAD should be 0, 1 or auto, but given '" + v + "'");
+  throw ValueError(fmt::format("IDIST_MPI_PROGRESS_THREAD should be 0, 1 or auto, but given '{}'", v));
 }
 
 std::size_t progress_chunk_from_env() {
@@ -50,8 +52,7 @@ std::size_t progress_chunk_from_env() {
   char* end = nullptr;
   const long long v = std::strtoll(s, &end, 10);
   if (*end != '\0' || v < 0)
-    throw ValueError("IDIST_MPI_PROGRESS_CHUNK_BYTES should be a non-negative integer, but given '" + std::string(s) +
-                     "'");
+    throw ValueError(fmt::format("IDIST_MPI_PROGRESS_CHUNK_BYTES should be a non-negative integer, but given '{}'", s));
   return std::size_t(v);
 }
 

@@ -56,7 +56,7 @@ MPIModel::MPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_
   const NodeLayout node = measure_node_layout(world_, comm_rank);
   set_layout({comm_rank, node.local_rank, comm_size, node.nproc_per_node, node.node_rank, node.nnodes});
   types_.create(rank());
-  world_label_ = "world (ranks 0-" + std::to_string(world_size() - 1) + ")";
+  world_label_ = fmt::format("world (ranks 0-{})", world_size() - 1);
   // Below MPI_THREAD_MULTIPLE idist holds one lock around each MPI call; a blocking collective would
   // hold it until the peers arrive, and two threads of a rank calling collectives on different groups
   // would deadlock (each rank's lock held by the thread the other rank's thread waits for). The
@@ -87,8 +87,8 @@ void MPIModel::finalize() {
     // Collectives nobody waited for complete if the peers posted them too; those that do not by
     // the timeout are abandoned, which breaks the backend.
     if (const std::size_t left = progress_->drain(std::chrono::steady_clock::now() + timeout()))
-      health_->mark(std::to_string(left) + " non-blocking collective(s) still pending at finalize() on rank " +
-                    std::to_string(rank()) + " after waiting " + std::to_string(timeout().count()) + " ms");
+      health_->mark(fmt::format("{} non-blocking collective(s) still pending at finalize() on rank {} after waiting {} ms",
+                                left, rank(), timeout().count()));
     progress_.reset();
   }
   watchdog_.reset();  // no blocking call can be in flight while finalize() runs

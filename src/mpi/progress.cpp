@@ -4,6 +4,8 @@
 #include <string>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "idist/error.hpp"
 #include "mpi/error.hpp"
 
@@ -11,8 +13,9 @@ namespace idist::mpi_backend {
 
 bool ProgressWork::wait_until(std::chrono::steady_clock::time_point deadline) {
   if (AsyncWorkImpl::wait_until(deadline)) return true;
-  health_->mark(std::string(fn_) + " on rank " + std::to_string(rank_) +
-                " timed out (a peer never joined it, or the ranks issued different collectives)");
+  health_->mark(fmt::format("{} on rank {} timed out (a peer never joined it, or the ranks issued different "
+                            "collectives)",
+                            fn_, rank_));
   return false;
 }
 

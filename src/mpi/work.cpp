@@ -5,6 +5,8 @@
 #include <string>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "mpi/error.hpp"
 
 namespace idist::mpi_backend {
@@ -54,8 +56,9 @@ bool MpiWork::wait_until(Clock::time_point deadline) {
       std::this_thread::yield();
     }
     if (Clock::now() >= deadline) {
-      health_->mark(std::string(fn_) + " on rank " + std::to_string(rank_) +
-                    " timed out (a peer never joined it, or the ranks issued different collectives)");
+      health_->mark(fmt::format("{} on rank {} timed out (a peer never joined it, or the ranks issued different "
+                                "collectives)",
+                                fn_, rank_));
       return false;
     }
   }

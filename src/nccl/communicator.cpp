@@ -3,6 +3,8 @@
 #include <cstring>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "idist/error.hpp"
 #include "nccl/cuda_error.hpp"
 #include "nccl/device_guard.hpp"
@@ -69,11 +71,11 @@ std::shared_ptr<Communicator> Communicator::init_rank(const UniqueIdBytes& id, i
 #else
   const ncclResult_t res = ncclCommInitRank(&comm, nranks, uid, rank);  // blocking: cannot time out
 #endif
-  const std::string what = "creating the " + info.name + " communicator (" + std::to_string(nranks) + " ranks)";
+  const std::string what = fmt::format("creating the {} communicator ({} ranks)", info.name, nranks);
   if (res != ncclSuccess && res != ncclInProgress) {
     const std::string text = nccl_error_text(res, comm);
     if (comm) (void)ncclCommAbort(comm);
-    throw BackendError("nccl: " + what + " on rank " + std::to_string(info.world_rank) + " failed: " + text);
+    throw BackendError(fmt::format("nccl: {} on rank {} failed: {}", what, info.world_rank, text));
   }
   std::shared_ptr<Communicator> c;
   try {
@@ -99,14 +101,14 @@ std::shared_ptr<Communicator> Communicator::split(Communicator& parent, bool mem
   const ncclResult_t res =
       ncclCommSplit(parent.handle(), member ? 0 : NCCL_SPLIT_NOCOLOR, key, &comm, nullptr);
   if (res != ncclSuccess && res != ncclInProgress)
-    throw BackendError("nccl: " + what + " on rank " + std::to_string(info.world_rank) + " failed: " +
-                       nccl_error_text(res, parent.handle()));
+    throw BackendError(
+        fmt::format("nccl: {} on rank {} failed: {}", what, info.world_rank, nccl_error_text(res, parent.handle())));
   // The parent is busy until the split completes; non-members only wait for that.
   parent.settle(res, what, deadline);
   if (!member) return nullptr;
   if (!comm)
-    throw BackendError("nccl: " + what + " on rank " + std::to_string(info.world_rank) +
-                       ": ncclCommSplit returned no communicator for a member");
+    throw BackendError(
+        fmt::format("nccl: {} on rank {}: ncclCommSplit returned no communicator for a member", what, info.world_rank));
   int nranks = 0, rank = 0;
   std::shared_ptr<Communicator> c;
   try {
@@ -117,7 +119,7 @@ std::shared_ptr<Communicator> Communicator::split(Communicator& parent, bool mem
   }
   c->wait_ready(nullptr, what, deadline);
   if (ncclCommCount(comm, &nranks) != ncclSuccess || ncclCommUserRank(comm, &rank) != ncclSuccess)
-    throw BackendError("nccl: " + what + ": cannot read the new communicator's size and rank");
+    throw BackendError(fmt::format("nccl: {}: cannot read the new communicator's size and rank", what));
   c->rank_ = rank;
   c->size_ = nranks;
   return c;
@@ -137,17 +139,16 @@ void Communicator::wait_ready(ncclComm_t other, std::string_view what, Clock::ti
     if (state == ncclSuccess && other_state == ncclSuccess) return;
     if ((state != ncclSuccess && state != ncclInProgress) || (other_state != ncclSuccess && other_state != ncclInProgress)) {
       const ncclResult_t bad = state != ncclSuccess && state != ncclInProgress ? state : other_state;
-      auto err = std::make_exception_ptr(BackendError("nccl: " + std::string(what) + " on rank " +
-                                                      std::to_string(info_.world_rank) + " failed: " +
-                                                      nccl_error_text(bad, comm_)));
+      auto err = std::make_exception_ptr(BackendError(
+          fmt::format("nccl: {} on rank {} failed: {}", what, info_.world_rank, nccl_error_text(bad, comm_))));
       abort(err);
       std::rethrow_exception(err);
     }
     if (Clock::now() >= deadline) {
       auto err = std::make_exception_ptr(TimeoutError(
-          "nccl: " + std::string(what) + " on rank " + std::to_string(info_.world_rank) +
-          " did not complete within the timeout (elapsed " + std::to_string(ms_since(start)) +
-          " ms); a rank did not join or cannot reach the others. The communicator was aborted."));
+          fmt::format("nccl: {} on rank {} did not complete within the timeout (elapsed {} ms); a rank did not join or "
+                      "cannot reach the others. The communicator was aborted.",
+                      what, info_.world_rank, ms_since(start))));
       abort(err);
       std::rethrow_exception(err);
     }
@@ -158,7 +159,7 @@ std::unique_lock<std::recursive_mutex> Communicator::lock_for_issue() {
   std::unique_lock lock(issue_mutex_);
   if (aborted()) {
     if (auto f = failure()) std::rethrow_exception(f);
-    throw BackendError("nccl: the " + info_.name + " communicator was aborted");
+    throw BackendError(fmt::format("nccl: the {} communicator was aborted", info_.name));
   }
   return lock;
 }
@@ -166,30 +167,30 @@ std::unique_lock<std::recursive_mutex> Communicator::lock_for_issue() {
 void Communicator::settle(ncclResult_t res, std::string_view what, Clock::time_point deadline) {
   if (res == ncclSuccess) return;
   if (res != ncclInProgress)
-    throw BackendError("nccl: " + std::string(what) + " on rank " + std::to_string(info_.world_rank) + " (communicator " +
-                       info_.name + ") failed: " + nccl_error_text(res, comm_));
+    throw BackendError(fmt::format("nccl: {} on rank {} (communicator {}) failed: {}", what, info_.world_rank, info_.name,
+                                   nccl_error_text(res, comm_)));
   const auto start = Clock::now();
   for (int round = 0;; backoff(round)) {
     if (aborted()) {
       if (auto f = failure()) std::rethrow_exception(f);
-      throw BackendError("nccl: the " + info_.name + " communicator was aborted");
+      throw BackendError(fmt::format("nccl: the {} communicator was aborted", info_.name));
     }
     ncclResult_t state = ncclSuccess;
     const ncclResult_t q = ncclCommGetAsyncError(comm_, &state);
     if (q != ncclSuccess) state = q;
     if (state == ncclSuccess) return;
     if (state != ncclInProgress) {
-      auto err = std::make_exception_ptr(BackendError("nccl: " + std::string(what) + " on rank " +
-                                                      std::to_string(info_.world_rank) + " (communicator " + info_.name +
-                                                      ") failed: " + nccl_error_text(state, comm_)));
+      auto err = std::make_exception_ptr(BackendError(fmt::format("nccl: {} on rank {} (communicator {}) failed: {}", what,
+                                                                  info_.world_rank, info_.name,
+                                                                  nccl_error_text(state, comm_))));
       abort(err);
       std::rethrow_exception(err);
     }
     if (Clock::now() >= deadline) {
       auto err = std::make_exception_ptr(TimeoutError(
-          "nccl: " + std::string(what) + " on rank " + std::to_string(info_.world_rank) + " (communicator " + info_.name +
-          ") did not complete within the timeout (elapsed " + std::to_string(ms_since(start)) +
-          " ms). The communicator was aborted."));
+          fmt::format("nccl: {} on rank {} (communicator {}) did not complete within the timeout (elapsed {} ms). The "
+                      "communicator was aborted.",
+                      what, info_.world_rank, info_.name, ms_since(start))));
       abort(err);
       std::rethrow_exception(err);
     }

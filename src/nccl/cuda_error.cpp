@@ -2,13 +2,15 @@
 
 #include <cstdlib>
 
+#include <fmt/format.h>
+
 #include "idist/error.hpp"
 
 namespace idist::nccl_backend {
 
 void throw_cuda(cudaError_t err, std::string_view what) {
-  throw BackendError("nccl backend: " + std::string(what) + " failed: " + cudaGetErrorName(err) + ": " +
-                     cudaGetErrorString(err));
+  throw BackendError(
+      fmt::format("nccl backend: {} failed: {}: {}", what, cudaGetErrorName(err), cudaGetErrorString(err)));
 }
 
 std::string nccl_error_text(ncclResult_t res, ncclComm_t comm) {

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "core/backend_factories.hpp"
 #include "core/collective_checks.hpp"
 #include "idist/error.hpp"
@@ -24,7 +26,7 @@ namespace {
 UniqueIdBytes generate_unique_id() {
   ncclUniqueId id;
   const ncclResult_t res = ncclGetUniqueId(&id);
-  if (res != ncclSuccess) throw BackendError("nccl: ncclGetUniqueId failed: " + nccl_error_text(res, nullptr));
+  if (res != ncclSuccess) throw BackendError(fmt::format("nccl: ncclGetUniqueId failed: {}", nccl_error_text(res, nullptr)));
   UniqueIdBytes bytes;
   std::memcpy(bytes.data(), &id, bytes.size());
   return bytes;
@@ -71,10 +73,10 @@ NCCLModel::NCCLModel(const InitOptions& opts) : ComputationModel(opts.timeout) {
   else if (ndev == 1)
     device_ = 0;  // each process was given its own GPU (e.g. SLURM --gpus-per-task=1)
   else
-    throw BackendError("the nccl backend uses cuda:<local rank>, but local rank " + std::to_string(local_rank()) +
-                       " sees only " + std::to_string(ndev) + " CUDA devices (" + visible_devices_text() +
-                       "); start at most one process per GPU on each node");
-  check_cuda(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ")");
+    throw BackendError(fmt::format("the nccl backend uses cuda:<local rank>, but local rank {} sees only {} CUDA devices "
+                                   "({}); start at most one process per GPU on each node",
+                                   local_rank(), ndev, visible_devices_text()));
+  check_cuda(cudaSetDevice(device_), fmt::format("cudaSetDevice({})", device_));
   int pools = 0;
   if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device_) != cudaSuccess || pools == 0)
     device_pool_ = BlockPool::create(BlockPool::Kind::Device, device_);
@@ -113,8 +115,8 @@ void NCCLModel::shutdown(bool collective) noexcept {
       if (collective)
         comm->finalize(deadline);
       else
-        comm->abort(std::make_exception_ptr(BackendError("nccl: the " + comm->info().name +
-                                                         " communicator was torn down without idist::finalize()")));
+        comm->abort(std::make_exception_ptr(BackendError(
+            fmt::format("nccl: the {} communicator was torn down without idist::finalize()", comm->info().name))));
     }
   }
   watchdog_.reset();
@@ -170,9 +172,9 @@ Device NCCLModel::placement(std::string_view op, std::string_view arg, const voi
   switch (attr.type) {
     case cudaMemoryTypeDevice:
       if (attr.device != device_)
-        throw ValueError(std::string(op) + ": " + std::string(arg) + " is memory of cuda:" + std::to_string(attr.device) +
-                         " but this rank's device is cuda:" + std::to_string(device_) +
-                         "; the nccl backend communicates memory of the rank's own device (idist::device())");
+        throw ValueError(fmt::format("{}: {} is memory of cuda:{} but this rank's device is cuda:{}; the nccl backend "
+                                     "communicates memory of the rank's own device (idist::device())",
+                                     op, arg, attr.device, device_));
       return dev;
     case cudaMemoryTypeManaged: return dev;
     default: return Device{};  // pageable or page-locked host memory: staged through the device

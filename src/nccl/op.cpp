@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include "idist/error.hpp"
 #include "nccl/cuda_error.hpp"
 #include "nccl/stream_provider.hpp"
@@ -99,8 +101,8 @@ void Op::nccl(ncclResult_t res) { comm_->settle(res, state_->name, state_->deadl
 
 void Op::nccl_queued(ncclResult_t res) {
   if (res == ncclSuccess || res == ncclInProgress) return;
-  throw BackendError("nccl: " + state_->name + " on rank " + std::to_string(comm_->info().world_rank) +
-                     " (communicator " + comm_->info().name + ") failed: " + nccl_error_text(res, comm_->handle()));
+  throw BackendError(fmt::format("nccl: {} on rank {} (communicator {}) failed: {}", state_->name,
+                                 comm_->info().world_rank, comm_->info().name, nccl_error_text(res, comm_->handle())));
 }
 
 void Op::copy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {

@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include "idist/error.hpp"
 
 namespace idist::nccl_backend {
@@ -35,13 +37,14 @@ UniqueIdBytes exchange_unique_id(KeyValueStore& store, std::string_view scope, i
   try {
     value = store.wait_get(key, timeout);
   } catch (const TimeoutError& e) {
-    throw TimeoutError("nccl: rank " + std::to_string(my_rank) + " waited " + std::to_string(timeout.count()) +
-                       " ms for the unique id of the " + std::string(scope) + " communicator (key '" + key +
-                       "') from rank " + std::to_string(root_rank) + ", which never set it: " + e.what());
+    throw TimeoutError(fmt::format("nccl: rank {} waited {} ms for the unique id of the {} communicator (key '{}') from "
+                                   "rank {}, which never set it: {}",
+                                   my_rank, timeout.count(), scope, key, root_rank, e.what()));
   }
   if (value.size() != kUniqueIdBytes)
-    throw BackendError("nccl: key '" + key + "' holds " + std::to_string(value.size()) + " bytes, expected an ncclUniqueId of " +
-                       std::to_string(kUniqueIdBytes) + " (is another job using the same rendezvous address?)");
+    throw BackendError(fmt::format("nccl: key '{}' holds {} bytes, expected an ncclUniqueId of {} (is another job using "
+                                   "the same rendezvous address?)",
+                                   key, value.size(), kUniqueIdBytes));
   UniqueIdBytes id;
   std::memcpy(id.data(), value.data(), kUniqueIdBytes);
   return id;

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "idist/error.hpp"
 #include "nccl/cuda_error.hpp"
 
@@ -47,9 +49,9 @@ void Watchdog::poll_once() {
     const ncclResult_t state = c->async_error();
     if (state == ncclSuccess || state == ncclInProgress) continue;
     c->abort(std::make_exception_ptr(BackendError(
-        "nccl: the " + c->info().name + " communicator on rank " + std::to_string(c->info().world_rank) +
-        " reported an asynchronous error: " + nccl_error_text(state, nullptr) +
-        "; it was aborted (a peer may have died or the network failed). Call idist::finalize().")));
+        fmt::format("nccl: the {} communicator on rank {} reported an asynchronous error: {}; it was aborted (a peer "
+                    "may have died or the network failed). Call idist::finalize().",
+                    c->info().name, c->info().world_rank, nccl_error_text(state, nullptr)))));
   }
 
   const auto now = OpState::Clock::now();
@@ -70,10 +72,10 @@ void Watchdog::poll_once() {
       const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(now - op->start).count();
       const auto limit = std::chrono::duration_cast<std::chrono::milliseconds>(op->deadline - op->start).count();
       op->comm->abort(std::make_exception_ptr(TimeoutError(
-          op->name + " on rank " + std::to_string(op->comm->info().world_rank) + " (nccl, communicator " +
-          op->comm->info().name + ") did not complete within " + std::to_string(limit) + " ms (elapsed " +
-          std::to_string(elapsed) + " ms since it was issued); the communicator was aborted. A peer may have died, "
-          "hung, or issued a different collective.")));
+          fmt::format("{} on rank {} (nccl, communicator {}) did not complete within {} ms (elapsed {} ms since it was "
+                      "issued); the communicator was aborted. A peer may have died, hung, or issued a different "
+                      "collective.",
+                      op->name, op->comm->info().world_rank, op->comm->info().name, limit, elapsed))));
       finished.push_back(op.get());
     }
   }

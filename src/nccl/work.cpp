@@ -2,6 +2,8 @@
 
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "idist/error.hpp"
 #include "nccl/cuda_error.hpp"
 #include "nccl/device_guard.hpp"
@@ -44,8 +46,8 @@ bool NcclWork::wait_until(std::chrono::steady_clock::time_point deadline) {
     if (state_->event_done()) break;
     if (comm.aborted()) {
       if (auto f = comm.failure()) std::rethrow_exception(f);
-      throw BackendError("nccl: " + state_->name + " on rank " + std::to_string(comm.info().world_rank) +
-                         ": the " + comm.info().name + " communicator was aborted");
+      throw BackendError(fmt::format("nccl: {} on rank {}: the {} communicator was aborted", state_->name,
+                                     comm.info().world_rank, comm.info().name));
     }
     if (std::chrono::steady_clock::now() >= deadline) return false;
     // Spin briefly for small collectives, then sleep so that long waits cost no CPU.

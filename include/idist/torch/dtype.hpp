@@ -11,6 +11,7 @@
 #include <c10/util/Half.h>
 #include <ATen/core/Tensor.h>
 
+#include "idist/detail/format.hpp"
 #include "idist/error.hpp"
 #include "idist/types.hpp"
 
@@ -43,9 +44,9 @@ inline DType to_dtype(c10::ScalarType t) {
     case c10::ScalarType::Float: return DType::Float32;
     case c10::ScalarType::Double: return DType::Float64;
     default:
-      throw ValueError(std::string("tensor dtype ") + c10::toString(t) +
-                       " is not supported by idist collectives; expected one of Bool, Byte, Char, Short, Int, Long, "
-                       "Half, BFloat16, Float, Double");
+      throw ValueError(detail::format_message("tensor dtype {} is not supported by idist collectives; expected one of "
+                                              "Bool, Byte, Char, Short, Int, Long, Half, BFloat16, Float, Double",
+                                              c10::toString(t)));
   }
 }
 
@@ -71,7 +72,8 @@ inline c10::ScalarType to_scalar_type(DType t) noexcept {
 inline Device to_idist_device(const c10::Device& d) {
   if (d.is_cpu()) return Device{};
   if (d.is_cuda()) return Device{DeviceType::CUDA, d.has_index() ? int(d.index()) : 0};
-  throw ValueError("tensor device " + d.str() + " is not supported by idist collectives; expected cpu or cuda");
+  throw ValueError(
+      detail::format_message("tensor device {} is not supported by idist collectives; expected cpu or cuda", d.str()));
 }
 
 /// The LibTorch device of an idist::Device (the same as the implicit conversion).
