@@ -21,6 +21,7 @@
 #include "idist/context.hpp"
 #include "idist/error.hpp"
 #include "idist/logging.hpp"
+#include "idist/torch/broadcast_coalesced.hpp"
 #include "idist/torch/collectives.hpp"
 #include "idist/torch/dtype.hpp"
 #include "idist/torch/comm_hook.hpp"

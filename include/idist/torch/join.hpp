@@ -38,6 +38,7 @@
 #include "idist/context.hpp"
 #include "idist/error.hpp"
 #include "idist/torch/auto_model.hpp"
+#include "idist/torch/broadcast_coalesced.hpp"
 #include "idist/torch/collectives.hpp"
 #include "idist/torch/reducer.hpp"
 
