@@ -1,8 +1,8 @@
 #pragma once
 /// @file
-/// The LibTorch layer of idist (header-only; CMake target idist::torch): tensor collectives,
-/// auto_model (DistributedDataParallel-style gradient averaging) with no_sync, auto_optim,
-/// join (uneven inputs), idist::nn::SyncBatchNorm and convert_sync_batchnorm,
+/// The LibTorch layer of idist (CMake target idist::torch, library libidist_torch): tensor
+/// collectives, auto_model (DistributedDataParallel-style gradient averaging) with no_sync,
+/// auto_optim, join (uneven inputs), idist::nn::SyncBatchNorm and convert_sync_batchnorm,
 /// auto_dataloader (map-style and stream datasets), DistributedSampler, DistributedProxySampler and
 /// WeightedRandomSampler.
 /// Included by idist/idist.hpp when <torch/torch.h> is on the include path.
@@ -13,6 +13,7 @@
 #include "idist/context.hpp"
 #include "idist/torch/dtype.hpp"
 #include "idist/torch/collectives.hpp"
+#include "idist/torch/bucket_assignment.hpp"
 #include "idist/torch/reducer.hpp"
 #include "idist/torch/nn/sync_batch_norm.hpp"
 #include "idist/torch/nn/convert_sync_batch_norm.hpp"

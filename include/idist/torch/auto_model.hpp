@@ -22,6 +22,7 @@
 #include "idist/detail/format.hpp"
 #include "idist/error.hpp"
 #include "idist/logging.hpp"
+#include "idist/torch/broadcast_coalesced.hpp"
 #include "idist/torch/collectives.hpp"
 #include "idist/torch/comm_hook.hpp"
 #include "idist/torch/dtype.hpp"

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include <ATen/ATen.h>
-#include <torch/csrc/autograd/grad_mode.h>
+#include <ATen/core/grad_mode.h>
 
 #include "idist/collectives.hpp"
 #include "idist/context.hpp"

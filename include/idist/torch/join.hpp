@@ -39,6 +39,7 @@
 #include "idist/detail/format.hpp"
 #include "idist/error.hpp"
 #include "idist/torch/auto_model.hpp"
+#include "idist/torch/broadcast_coalesced.hpp"
 #include "idist/torch/collectives.hpp"
 #include "idist/torch/reducer.hpp"
 

@@ -1,0 +1,139 @@
+#pragma once
+// The gradient Reducer's state and algorithm (the public surface is idist/torch/reducer.hpp, whose
+// file comment describes the design). Private to idist_torch: it holds LibTorch autograd internals
+// (gradient accumulator nodes), which the installed headers must not expose. Its members are open
+// to the src/torch/reducer*.cpp files, which split the work: layout (reducer_buckets.cpp), the
+// backward (reducer_backward.cpp), join (reducer_join.cpp) and the public class (reducer.cpp).
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/nn/module.h>
+
+#include "idist/torch/comm_hook.hpp"
+#include "idist/torch/reducer.hpp"
+#include "idist/work.hpp"
+
+namespace idist::detail {
+
+class ReducerImpl : public std::enable_shared_from_this<ReducerImpl> {
+ public:
+  using Options = Reducer::Options;
+  using JoinTick = Reducer::JoinTick;
+
+  /// One parameter's place in its bucket.
+  struct Slot {
+    std::size_t bucket = 0;
+    std::int64_t offset = 0;  // elements
+    std::int64_t numel = 0;
+  };
+  struct Bucket {
+    std::vector<std::size_t> params;
+    at::Tensor flat;
+    std::size_t pending = 0;  // parameters whose gradient is not in yet
+    Work work;
+    BucketFuture future;  // with a communication hook: the hook's pending result
+    bool launched = false;
+    /// Drives progress and reports whether the bucket's reduction finished.
+    bool is_completed() { return work.is_completed() && future.is_completed(); }
+  };
+
+  // Holds tensors, never the module itself, so that the registry can notice the module's end.
+  ReducerImpl(const std::shared_ptr<torch::nn::Module>& module, Options opts);
+  /// Removes the post hooks from the gradient accumulators.
+  ~ReducerImpl();
+  ReducerImpl(const ReducerImpl&) = delete;
+  ReducerImpl& operator=(const ReducerImpl&) = delete;
+
+  // --- Layout (reducer_buckets.cpp) ---
+
+  /// (Re)builds buckets, slots and views visiting the parameters in `order`. Gradients that alias
+  /// their old slot move to the new one with their values.
+  void build_buckets(const std::vector<std::size_t>& order);
+  /// After the first synchronised backward: every rank adopts the order in which rank 0's
+  /// gradients became ready (unreported parameters last, in reverse index order) and rebuilds its
+  /// buckets (DDP's rebuild_buckets + sync_bucket_indices). Collective: one broadcast.
+  void rebuild_in_ready_order();
+  /// Whether parameter i's .grad() is its bucket slot (gradient_as_bucket_view after the first
+  /// synchronised backward, unless the user replaced or reset the gradient since).
+  bool is_slot_alias(std::size_t i) const;
+  /// A tensor sharing parameter i's slot of its bucket, shaped like the parameter. It is made with
+  /// set_() rather than as a view so that autograd sees no view: LibTorch's Optimizer::zero_grad()
+  /// calls detach_() on gradients, which autograd refuses on views.
+  at::Tensor slot_alias(std::size_t i) const;
+
+  // --- The backward (reducer_backward.cpp) ---
+
+  /// Puts a post hook on every parameter's gradient accumulator (after construction: the hooks
+  /// hold a weak reference to this reducer).
+  void install_hooks();
+  /// Resets the per-backward state and queues the final callback. Called by the first hook.
+  void prepare_backward();
+  /// The post hook of parameter i's gradient accumulator: its .grad() is final for this backward.
+  void on_grad_ready(std::size_t i);
+  /// Launches, in bucket order, every bucket whose gradients are all in.
+  void launch_ready_buckets();
+  /// Hands bucket `index` to the communication hook.
+  BucketFuture run_comm_hook(std::size_t index);
+  /// Waits for bucket `b`'s reduction; with a hook, copies the hook's result into the bucket.
+  /// @throws ValueError when a hook returns a tensor of another size or dtype than the bucket.
+  void wait_bucket(Bucket& b, std::size_t index);
+  /// Waits for launched buckets, swallowing their errors (used before reporting another error).
+  void drain_quietly() noexcept;
+  /// The autograd final callback: completes the synchronisation before backward() returns.
+  void finalize_backward();
+  /// Copies rank 0's buffers (e.g. batch-norm running statistics) to every rank (under join: the
+  /// highest active rank's).
+  void broadcast_buffers();
+
+  // --- Join (reducer_join.cpp) ---
+
+  /// Runs the join tick and adopts its divisor and buffer source (lock held).
+  void apply_join_tick();
+  /// Reducer::set_join_tick (takes the lock).
+  void set_join_tick(std::function<JoinTick()> tick);
+  /// Reducer::shadow_backward (takes the lock).
+  void shadow_backward(int buffer_src);
+
+  // The state, open to reducer.cpp's accessors: what changes after construction is read and
+  // written under mutex_ (the hooks and the final callback take it too).
+  Options opts_;
+  CommHook comm_hook_;  // empty: the default all-reduce of averaged gradients
+  int world_size_ = 1;
+  bool no_async_progress_ = false;  // buckets are all-reduced at once (see reducer.hpp)
+  at::Tensor world_size_tensor_;    // 0-dim divisor of the averaging
+  std::vector<at::Tensor> params_;
+  std::vector<std::string> names_;
+  std::vector<at::Tensor> buffers_;
+  std::vector<Slot> slots_;
+  std::vector<Bucket> buckets_;
+  std::vector<at::Tensor> views_;  // parameter i's slot in its bucket, shaped like the parameter
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<std::uintptr_t> hook_keys_;
+
+  mutable std::mutex mutex_;
+  bool require_sync_ = true;
+  bool in_backward_ = false;
+  std::vector<bool> ready_;
+  std::vector<std::int32_t> used_;  // 1 when the parameter's hook fired in this backward
+  std::size_t next_bucket_ = 0;
+  std::size_t ready_count_ = 0;                // gradients reported in this backward
+  std::vector<std::size_t> launch_positions_;  // per bucket: ready_count_ at its launch
+  std::vector<std::size_t> ready_order_;       // until the rebuild: parameters in the order their hooks fired
+  bool rebuilt_ = false;
+  std::vector<bool> static_unused_;  // static_graph: unused in the first backward, ready at once since
+  std::size_t sync_count_ = 0;
+  std::size_t early_launches_ = 0;
+  std::size_t peak_in_flight_ = 0;
+  std::function<JoinTick()> join_tick_;  // set by idist::join while it runs
+  int buffer_src_ = 0;                   // world rank whose buffers broadcast_buffers() copies
+};
+
+}  // namespace idist::detail
