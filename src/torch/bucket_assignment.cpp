@@ -5,6 +5,8 @@
 #include <map>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "idist/error.hpp"
 
 namespace idist::detail {
@@ -22,18 +24,17 @@ std::vector<std::vector<std::size_t>> assign_buckets_in_order(const std::vector<
                                                               const std::vector<std::string>& keys,
                                                               std::size_t first_cap, std::size_t cap) {
   if (bytes.size() != keys.size())
-    throw ValueError("assign_buckets: bytes has " + std::to_string(bytes.size()) + " entries but keys has " +
-                     std::to_string(keys.size()));
+    throw ValueError(fmt::format("assign_buckets: bytes has {} entries but keys has {}", bytes.size(), keys.size()));
   std::vector<bool> seen_index(bytes.size(), false);
   for (std::size_t k : order) {
     if (k >= bytes.size() || seen_index[k])
-      throw ValueError("assign_buckets: the visiting order is not a permutation of the " +
-                       std::to_string(bytes.size()) + " parameters");
+      throw ValueError(
+          fmt::format("assign_buckets: the visiting order is not a permutation of the {} parameters", bytes.size()));
     seen_index[k] = true;
   }
   if (order.size() != bytes.size())
-    throw ValueError("assign_buckets: the visiting order has " + std::to_string(order.size()) + " entries, expected " +
-                     std::to_string(bytes.size()));
+    throw ValueError(
+        fmt::format("assign_buckets: the visiting order has {} entries, expected {}", order.size(), bytes.size()));
   struct Open {
     std::vector<std::size_t> params;
     std::size_t size = 0;

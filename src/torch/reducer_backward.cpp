@@ -9,6 +9,11 @@
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include <string_view>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "idist/context.hpp"
 #include "idist/error.hpp"
 #include "idist/torch/broadcast_coalesced.hpp"
@@ -94,9 +99,10 @@ void ReducerImpl::on_grad_ready(std::size_t i) {
   }
   try {
     if (static_unused_[i])
-      throw ValueError("auto_model: static_graph=true, but parameter '" + names_[i] +
-                       "' received a gradient after the first iteration found it unused; the set of used "
-                       "parameters must not change (pass static_graph=false)");
+      throw ValueError(fmt::format("auto_model: static_graph=true, but parameter '{}' received a gradient after the "
+                                   "first iteration found it unused; the set of used parameters must not change (pass "
+                                   "static_graph=false)",
+                                   names_[i]));
     if (opts_.rebuild_buckets && !rebuilt_) ready_order_.push_back(i);
     ready_[i] = true;
     used_[i] = 1;
@@ -108,8 +114,8 @@ void ReducerImpl::on_grad_ready(std::size_t i) {
       if (!grad.defined()) {
         view.zero_();
       } else if (grad.is_sparse()) {
-        throw ValueError("auto_model: parameter '" + names_[i] +
-                         "' has a sparse gradient; idist averages dense gradients only");
+        throw ValueError(
+            fmt::format("auto_model: parameter '{}' has a sparse gradient; idist averages dense gradients only", names_[i]));
       } else if (comm_hook_) {
         if (!is_slot_alias(i)) view.copy_(grad);  // undivided: the hook averages
       } else if (is_slot_alias(i)) {
@@ -172,10 +178,10 @@ void ReducerImpl::wait_bucket(Bucket& b, std::size_t index) {
   const at::Tensor out = b.future.wait();
   if (!out.defined() || out.is_same(b.flat)) return;
   if (out.numel() != b.flat.numel() || out.scalar_type() != b.flat.scalar_type())
-    throw ValueError("register_comm_hook: the hook returned a " + std::string(c10::toString(out.scalar_type())) +
-                     " tensor of " + std::to_string(out.numel()) + " elements for bucket " + std::to_string(index) +
-                     ", expected " + std::string(c10::toString(b.flat.scalar_type())) + " with " +
-                     std::to_string(b.flat.numel()) + " elements (the bucket's buffer)");
+    throw ValueError(fmt::format("register_comm_hook: the hook returned a {} tensor of {} elements for bucket {}, "
+                                 "expected {} with {} elements (the bucket's buffer)",
+                                 c10::toString(out.scalar_type()), out.numel(), index,
+                                 c10::toString(b.flat.scalar_type()), b.flat.numel()));
   at::NoGradGuard no_grad;
   b.flat.copy_(out.reshape({-1}));
 }
@@ -206,14 +212,14 @@ void ReducerImpl::finalize_backward() {
   if (!missing.empty() && !search_unused) {
     drain_quietly();
     in_backward_ = false;
-    std::string list;
-    for (std::size_t i : missing) list += (list.empty() ? "" : ", ") + names_[i];
-    throw ValueError("auto_model: on rank " + std::to_string(get_rank()) + ", " + std::to_string(missing.size()) +
-                     " parameter(s) received no gradient in this backward: " + list +
-                     ". Make every parameter contribute to the loss, or pass "
-                     "AutoModelOptions{.find_unused_parameters = true} when parts of the model are legitimately "
-                     "unused in some iterations" +
-                     std::string(opts_.static_graph ? " (static_graph: the used set must not change after the first "
+    std::vector<std::string_view> names;
+    for (std::size_t i : missing) names.push_back(names_[i]);
+    throw ValueError(fmt::format("auto_model: on rank {}, {} parameter(s) received no gradient in this backward: {}. "
+                                 "Make every parameter contribute to the loss, or pass "
+                                 "AutoModelOptions{{.find_unused_parameters = true}} when parts of the model are "
+                                 "legitimately unused in some iterations{}",
+                                 get_rank(), missing.size(), fmt::join(names, ", "),
+                                 opts_.static_graph ? " (static_graph: the used set must not change after the first "
                                                       "iteration)."
                                                     : "."));
   }

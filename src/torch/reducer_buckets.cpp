@@ -5,6 +5,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "idist/context.hpp"
 #include "idist/error.hpp"
 #include "idist/torch/bucket_assignment.hpp"
@@ -17,7 +19,7 @@ namespace idist::detail {
 ReducerImpl::ReducerImpl(const std::shared_ptr<torch::nn::Module>& module, Options opts) : opts_(opts) {
   if (!module) throw ValueError("Reducer: module is null");
   if (!(opts_.bucket_cap_mb > 0))
-    throw ValueError("auto_model: bucket_cap_mb should be positive, but given " + std::to_string(opts_.bucket_cap_mb));
+    throw ValueError(fmt::format("auto_model: bucket_cap_mb should be positive, but given {}", opts_.bucket_cap_mb));
   world_size_ = get_world_size();
   no_async_progress_ = !current_model().has_async_progress();
   world_size_tensor_ = at::scalar_tensor(double(world_size_), at::kDouble);
