@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <stdexcept>
@@ -42,9 +42,9 @@ std::string lower(std::string s) {
 }
 
 std::vector<Column> columns(const std::vector<Variant>& variants) {
-  std::vector<Column> c{{"size_B", 10},    {"count", 9},     {"dtype", 7},     {"op", 10},
-                        {"p50_us", 10},    {"avg_us", 10},   {"min_us", 9},    {"max_us", 10},
-                        {"p99_us", 10},    {"algbw_GBps", 10}, {"busbw_GBps", 10}};
+  std::vector<Column> c{{"size_B", 10}, {"count", 9},       {"dtype", 7},      {"op", 10},
+                        {"p50_us", 10}, {"avg_us", 10},     {"min_us", 9},     {"max_us", 10},
+                        {"p99_us", 10}, {"algbw_GBps", 10}, {"busbw_GBps", 10}};
   for (std::size_t k = 1; k < variants.size(); ++k) {
     const std::string& v = variants[k].name;
     c.push_back({v + "_p50_us", 11});
@@ -66,10 +66,17 @@ std::vector<std::string> row(const Measurement& m, const std::vector<Variant>& v
   const auto bw = [&](double us) { return us > 0 ? double(m.bytes) / (us * 1e-6) / 1e9 : 0.0; };
   const Summary& t = m.times[0];
   const double factor = bus_factor(m.op, n);
-  std::vector<std::string> r{std::to_string(m.bytes), std::to_string(m.count), m.op == "barrier" ? "-" : "float32",
-                             m.op,          fixed(t.p50, 2),          fixed(t.avg, 2),
-                             fixed(t.min, 2), fixed(t.max, 2),        fixed(t.p99, 2),
-                             sig(bw(t.p50)), sig(bw(t.p50) * factor)};
+  std::vector<std::string> r{std::to_string(m.bytes),
+                             std::to_string(m.count),
+                             m.op == "barrier" ? "-" : "float32",
+                             m.op,
+                             fixed(t.p50, 2),
+                             fixed(t.avg, 2),
+                             fixed(t.min, 2),
+                             fixed(t.max, 2),
+                             fixed(t.p99, 2),
+                             sig(bw(t.p50)),
+                             sig(bw(t.p50) * factor)};
   for (std::size_t k = 1; k < variants.size(); ++k) {
     const Summary& s = m.times[k];
     r.push_back(fixed(s.p50, 2));
@@ -106,8 +113,8 @@ void print_ratio_summary(const std::string& op, const Table& table, const std::v
       ++n;
     }
     if (n == 0) continue;
-    fmt::print("# {}: idist / {} p50 over {} sizes: geometric mean {:.3f}, min {:.3f}, max {:.3f}", op, variants[k].name, n,
-               std::exp(log_sum / n), lo, hi);
+    fmt::print("# {}: idist / {} p50 over {} sizes: geometric mean {:.3f}, min {:.3f}, max {:.3f}", op,
+               variants[k].name, n, std::exp(log_sum / n), lo, hi);
     if (k == 1) fmt::print("; target met at {}/{}", met, n);
     fmt::print("\n");
   }
@@ -131,9 +138,9 @@ void run(const CollectivesOptions& o) {
                idist::hostname(), load_average());
     fmt::print("# times: per-iteration maximum over ranks, microseconds; bandwidth: 10^9 bytes/s from p50\n");
     for (std::size_t k = 1; k < variants.size(); ++k)
-      fmt::print("# {}: {} ({}, ...) on its own communicator over the same ranks; ratio_{} = idist p50 / {} p50\n", variants[k].name,
-                 variants[k].raw->call_name("all_reduce"), variants[k].raw->call_name("barrier"), variants[k].name,
-                 variants[k].name);
+      fmt::print("# {}: {} ({}, ...) on its own communicator over the same ranks; ratio_{} = idist p50 / {} p50\n",
+                 variants[k].name, variants[k].raw->call_name("all_reduce"), variants[k].raw->call_name("barrier"),
+                 variants[k].name, variants[k].name);
   }
   long long wrong = 0;  // summed over ranks by measure(): the same on every rank
   for (const std::string& op : o.ops) {
@@ -188,7 +195,8 @@ int main(int argc, char** argv) {
       so.nproc_per_node = opts.nproc;
       so.master_port = opts.port;
       so.timeout = timeout;
-      idist::spawn(opts.backend, [](int, const CollectivesOptions& o) { run(o); }, opts, so);
+      idist::spawn(
+          opts.backend, [](int, const CollectivesOptions& o) { run(o); }, opts, so);
     } else {
       idist::InitOptions io;
       io.timeout = timeout;

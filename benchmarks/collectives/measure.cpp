@@ -65,11 +65,11 @@ class Case {
     run(v);
     long long wrong = 0;
     if (op_ == "all_reduce") {
-      for (std::size_t i = 0; i < count_; ++i)
-        wrong += in_[i] != float(n_ * (n_ + 1) / 2 + n_ * int(i % 5));
+      for (std::size_t i = 0; i < count_; ++i) wrong += in_[i] != float(n_ * (n_ + 1) / 2 + n_ * int(i % 5));
     } else if (op_ == "all_gather") {
       for (int r = 0; r < n_; ++r)
-        for (std::size_t i = 0; i < count_; ++i) wrong += out_[std::size_t(r) * count_ + i] != float(r * 4096 + int(i % 4096));
+        for (std::size_t i = 0; i < count_; ++i)
+          wrong += out_[std::size_t(r) * count_ + i] != float(r * 4096 + int(i % 4096));
     } else {
       for (std::size_t i = 0; i < count_; ++i) wrong += in_[i] != float(i % 4099) + 0.5f;
     }

@@ -12,8 +12,8 @@ namespace idist_bench {
 
 /// A way of running the operation: idist's public call or a raw backend.
 struct Variant {
-  std::string name;            ///< "idist", "raw", "raw_nb"
-  RawBackend* raw = nullptr;   ///< null for idist
+  std::string name;           ///< "idist", "raw", "raw_nb"
+  RawBackend* raw = nullptr;  ///< null for idist
 };
 
 /// How many iterations to run.

@@ -20,8 +20,9 @@ bool parse_collectives_options(int argc, char** argv, CollectivesOptions& o, int
   bool large = false;
   app.add_flag("--list-backends")->description("Print the backends this build can measure and exit");
   app.add_option("--backend", o.backend, "Backend to measure")->required()->check(CLI::IsMember(backends));
-  app.add_option("--nproc", o.nproc, "Spawn this many workers with idist::spawn (gloo); 0: the ranks were started "
-                                     "by mpirun or another launcher")
+  app.add_option("--nproc", o.nproc,
+                 "Spawn this many workers with idist::spawn (gloo); 0: the ranks were started "
+                 "by mpirun or another launcher")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--port", o.port, "Rendezvous port when spawning")->check(CLI::Range(1, 65535));
   app.add_option("--min-bytes", o.min_bytes, "Smallest message size in bytes (doubling up to --max-bytes)")

@@ -80,7 +80,8 @@ std::shared_ptr<gloo::Context> connect_world(const idist::ComputationModel& mode
 
 class RawGloo final : public RawBackend {
  public:
-  RawGloo(std::shared_ptr<gloo::Context> ctx, std::chrono::milliseconds timeout) : ctx_(std::move(ctx)), timeout_(timeout) {}
+  RawGloo(std::shared_ptr<gloo::Context> ctx, std::chrono::milliseconds timeout)
+      : ctx_(std::move(ctx)), timeout_(timeout) {}
 
   std::string call_name(const std::string& op) const override {
     if (op == "all_reduce") return "gloo::allreduce";

@@ -70,6 +70,8 @@ class RawMpi final : public RawBackend {
 
 }  // namespace
 
-std::unique_ptr<RawBackend> make_raw_mpi(RawKind kind) { return std::make_unique<RawMpi>(kind == RawKind::NonBlocking); }
+std::unique_ptr<RawBackend> make_raw_mpi(RawKind kind) {
+  return std::make_unique<RawMpi>(kind == RawKind::NonBlocking);
+}
 
 }  // namespace idist_bench

@@ -3,13 +3,13 @@
 // docs/performance.md.
 #include <algorithm>
 #include <cmath>
-#include <stdexcept>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -33,11 +33,26 @@ constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kLossTolerance = 1e-4;
 
 std::vector<Column> columns() {
-  return {{"model", 10},         {"config", 17},          {"bucket_MiB", 10},     {"buckets", 7},
-          {"ranks", 5},          {"batch", 5},            {"p50_ms", 9},          {"p90_ms", 9},
-          {"p95_ms", 9},         {"samples_per_s", 13},   {"speedup_sq_idist", 16}, {"speedup_sq_raw", 14},
-          {"exposed_ms", 10},    {"target", 6},           {"avg_ms", 9, false},   {"min_ms", 9, false},
-          {"max_ms", 9, false},  {"steps", 5, false},     {"grad_MiB", 9, false}, {"bucket_buffers_MiB", 9, false},
+  return {{"model", 10},
+          {"config", 17},
+          {"bucket_MiB", 10},
+          {"buckets", 7},
+          {"ranks", 5},
+          {"batch", 5},
+          {"p50_ms", 9},
+          {"p90_ms", 9},
+          {"p95_ms", 9},
+          {"samples_per_s", 13},
+          {"speedup_sq_idist", 16},
+          {"speedup_sq_raw", 14},
+          {"exposed_ms", 10},
+          {"target", 6},
+          {"avg_ms", 9, false},
+          {"min_ms", 9, false},
+          {"max_ms", 9, false},
+          {"steps", 5, false},
+          {"grad_MiB", 9, false},
+          {"bucket_buffers_MiB", 9, false},
           {"last_loss", 10, false}};
 }
 
@@ -101,8 +116,7 @@ void append_memory_rows(const std::string& path, const std::string& backend, con
   for (const auto& t : trainers)
     f << backend << "," << model << "," << t->config().name() << "," << mem.peak.size() << "," << batch << ","
       << mib_max(mem.peak) << "," << mib_list(mem.peak, ";") << "," << mib_max(mem.peak_private) << ","
-      << mib_list(mem.peak_private, ";") << ","
-      << fixed(double(t->gradient_bytes()) / kMiB, 2) << ","
+      << mib_list(mem.peak_private, ";") << "," << fixed(double(t->gradient_bytes()) / kMiB, 2) << ","
       << fixed(double(t->bucket_bytes()) / kMiB, 2) << "," << trainers.size() << ","
       << (steps_only ? "steps" : "process") << "\n";
 }
@@ -170,9 +184,10 @@ void run_model(const TrainingOptions& o, const std::string& model, const std::ve
     if (have_ref && t->config().strategy == Strategy::NoSync)
       nosync_gap = std::abs(t->last_loss() - ref_loss) / std::max(1e-12, std::abs(ref_loss));
   if (worst > kLossTolerance)
-    throw std::runtime_error(fmt::format("{}: the loss of {} differs from the other synchronised configurations' by {:.3g} "
-                                         "(relative, tolerance {:g}): its gradients are not averaged like theirs",
-                                         model, worst_name, worst, kLossTolerance));
+    throw std::runtime_error(
+        fmt::format("{}: the loss of {} differs from the other synchronised configurations' by {:.3g} "
+                    "(relative, tolerance {:g}): its gradients are not averaged like theirs",
+                    model, worst_name, worst, kLossTolerance));
   if (!root) return;
 
   Table table(columns());
@@ -184,18 +199,35 @@ void run_model(const TrainingOptions& o, const std::string& model, const std::ve
     const Summary& s = sums[k];
     const bool am = t.config().strategy == Strategy::AutoModel || t.config().strategy == Strategy::AutoModelCopy;
     const auto ratio = [&](double ref) { return ref > 0 ? fixed(ref / s.p50, 3) : std::string("-"); };
-    table.add_row({model, t.config().name(), am ? fmt::format("{:g}", t.config().bucket_mb) : "-",
-                   std::to_string(t.buckets()), std::to_string(n), std::to_string(batch), fixed(s.p50, 2),
-                   fixed(s.p90, 2), fixed(s.p95, 2), fixed(double(n * batch) / (s.p50 / 1000.0), 1), ratio(sq_idist),
-                   ratio(sq_raw), nosync > 0 && t.config().strategy != Strategy::NoSync ? fixed(s.p50 - nosync, 2) : "-",
-                   t.config().strategy == Strategy::AutoModel && t.config().bucket_mb == 25.0 ? target(backend, model, s.p50, sq_idist, sq_raw) : "-",
-                   fixed(s.avg, 2), fixed(s.min, 2), fixed(s.max, 2), std::to_string(s.n),
-                   fixed(double(t.gradient_bytes()) / kMiB, 2), fixed(double(t.bucket_bytes()) / kMiB, 2),
+    table.add_row({model,
+                   t.config().name(),
+                   am ? fmt::format("{:g}", t.config().bucket_mb) : "-",
+                   std::to_string(t.buckets()),
+                   std::to_string(n),
+                   std::to_string(batch),
+                   fixed(s.p50, 2),
+                   fixed(s.p90, 2),
+                   fixed(s.p95, 2),
+                   fixed(double(n * batch) / (s.p50 / 1000.0), 1),
+                   ratio(sq_idist),
+                   ratio(sq_raw),
+                   nosync > 0 && t.config().strategy != Strategy::NoSync ? fixed(s.p50 - nosync, 2) : "-",
+                   t.config().strategy == Strategy::AutoModel && t.config().bucket_mb == 25.0
+                       ? target(backend, model, s.p50, sq_idist, sq_raw)
+                       : "-",
+                   fixed(s.avg, 2),
+                   fixed(s.min, 2),
+                   fixed(s.max, 2),
+                   std::to_string(s.n),
+                   fixed(double(t.gradient_bytes()) / kMiB, 2),
+                   fixed(double(t.bucket_bytes()) / kMiB, 2),
                    fmt::format("{:.6g}", t.last_loss())});
   }
   if (have_ref)
-    fmt::print("# final loss {:.6g}; largest relative difference between synchronised configurations {:.2e} "
-               "(no_sync: {:.2e})\n", ref_loss, worst, nosync_gap);
+    fmt::print(
+        "# final loss {:.6g}; largest relative difference between synchronised configurations {:.2e} "
+        "(no_sync: {:.2e})\n",
+        ref_loss, worst, nosync_gap);
   fmt::print("# peak resident memory per rank during the timed steps of all {} configurations{}: {} MiB\n", nc,
              step_peak ? "" : " (whole process: could not reset the peak)", mib_list(mem.peak, ", "));
   const std::string stem = o.out_dir + "/training_" + backend + "_" + model;
@@ -226,16 +258,19 @@ void run(const TrainingOptions& o) {
   }
   for (const auto& c : configs)
     if ((c.strategy == Strategy::Local) == dist)
-      throw std::invalid_argument("config " + c.name() + (dist ? " needs --backend serial" : " needs a distributed backend"));
+      throw std::invalid_argument("config " + c.name() +
+                                  (dist ? " needs --backend serial" : " needs a distributed backend"));
   if (idist::get_rank() == 0) {
     ensure_dir(o.out_dir);
-    fmt::print("# idist training benchmark: backend {}, {} ranks on {} node(s), {} intra-op thread(s) each, host {}, "
-               "load average {}; non-blocking collectives progress in the background: {}\n",
-               backend, idist::get_world_size(), idist::get_nnodes(), o.threads, idist::hostname(), load_average(),
-               idist::current_model().has_async_progress() ? "yes" : "no");
-    fmt::print("# step = zero_grad + forward + cross-entropy + backward (+ synchronisation) + SGD step; times are\n"
-               "# per-step maxima over ranks; {} rounds x {} timed steps per configuration, configurations interleaved\n",
-               o.rounds, o.steps);
+    fmt::print(
+        "# idist training benchmark: backend {}, {} ranks on {} node(s), {} intra-op thread(s) each, host {}, "
+        "load average {}; non-blocking collectives progress in the background: {}\n",
+        backend, idist::get_world_size(), idist::get_nnodes(), o.threads, idist::hostname(), load_average(),
+        idist::current_model().has_async_progress() ? "yes" : "no");
+    fmt::print(
+        "# step = zero_grad + forward + cross-entropy + backward (+ synchronisation) + SGD step; times are\n"
+        "# per-step maxima over ranks; {} rounds x {} timed steps per configuration, configurations interleaved\n",
+        o.rounds, o.steps);
   }
   for (const auto& m : o.models) run_model(o, m, configs, raw.get(), backend);
   if (idist::get_rank() == 0) fmt::print("\n# load average at the end: {}\n", load_average());
@@ -258,7 +293,8 @@ int main(int argc, char** argv) {
       so.nproc_per_node = opts.nproc;
       so.master_port = opts.port;
       so.timeout = timeout;
-      idist::spawn(opts.backend, [](int, const TrainingOptions& o) { run(o); }, opts, so);
+      idist::spawn(
+          opts.backend, [](int, const TrainingOptions& o) { run(o); }, opts, so);
     } else {
       idist::InitOptions io;
       io.timeout = timeout;

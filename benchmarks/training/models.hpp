@@ -11,12 +11,13 @@ namespace idist_bench {
 /// A model and one synthetic batch for it.
 struct Workload {
   torch::nn::Sequential model{nullptr};
-  torch::Tensor input;    ///< batch of inputs
-  torch::Tensor target;   ///< class indices for cross-entropy
+  torch::Tensor input;   ///< batch of inputs
+  torch::Tensor target;  ///< class indices for cross-entropy
 };
 
 /// Names accepted by make_workload: "cnn" (the Fashion-MNIST CNN of examples/fashion_mnist: two
-/// conv, two linear, 28x28 inputs), "mlp32x512" (32 Linear layers 512 -> 512), "mlp200x64" (200 Linear layers 64 -> 64).
+/// conv, two linear, 28x28 inputs), "mlp32x512" (32 Linear layers 512 -> 512), "mlp200x64" (200 Linear layers 64 ->
+/// 64).
 const std::vector<std::string>& model_names();
 
 /// Default per-rank batch size of a model.

@@ -44,7 +44,8 @@ bool parse_training_options(int argc, char** argv, TrainingOptions& o, int& exit
       ->delimiter(',')
       ->check(CLI::PositiveNumber);
   app.add_option("--batch", o.batch, "Samples per rank per step (0: per-model default)")->check(CLI::NonNegativeNumber);
-  app.add_option("--warmup", o.warmup, "Untimed steps per configuration before the rounds")->check(CLI::NonNegativeNumber);
+  app.add_option("--warmup", o.warmup, "Untimed steps per configuration before the rounds")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--rounds", o.rounds, "The configurations take turns this many times")->check(CLI::PositiveNumber);
   app.add_option("--steps", o.steps, "Timed steps per configuration per round")->check(CLI::PositiveNumber);
   app.add_option("--threads", o.threads, "LibTorch intra-op threads per rank")->check(CLI::PositiveNumber);

@@ -37,7 +37,8 @@ Config parse_config(const std::string& full) {
                           c.hook.find_first_not_of("0123456789", 8) == std::string::npos;
     if (!(c.hook == "allreduce" || c.hook == "fp16" || c.hook == "bf16" || powersgd) ||
         text.rfind("auto_model", 0) != 0)
-      throw std::invalid_argument("config '" + full + "': a hook is auto_model[...]+allreduce, +fp16, +bf16 or "
+      throw std::invalid_argument("config '" + full +
+                                  "': a hook is auto_model[...]+allreduce, +fp16, +bf16 or "
                                   "+powersgd<rank>");
   }
   if (text == "local") {
@@ -86,15 +87,16 @@ Trainer::Trainer(const std::string& model, Config config, std::int64_t batch, st
   grad_bytes_ = idist_bench::gradient_bytes(*w_.model);
   if (config_.strategy == Strategy::AutoModel || config_.strategy == Strategy::AutoModelCopy ||
       config_.strategy == Strategy::NoSync) {
-    w_.model = idist::auto_model(w_.model, idist::AutoModelOptions{
-                                               .bucket_cap_mb = config_.bucket_mb,
-                                               .gradient_as_bucket_view = config_.strategy != Strategy::AutoModelCopy});
+    w_.model = idist::auto_model(
+        w_.model, idist::AutoModelOptions{.bucket_cap_mb = config_.bucket_mb,
+                                          .gradient_as_bucket_view = config_.strategy != Strategy::AutoModelCopy});
     if (config_.hook == "allreduce") idist::register_comm_hook(w_.model, idist::comm_hooks::allreduce());
     if (config_.hook == "fp16") idist::register_comm_hook(w_.model, idist::comm_hooks::fp16_compress());
     if (config_.hook == "bf16") idist::register_comm_hook(w_.model, idist::comm_hooks::bf16_compress());
     if (config_.hook.rfind("powersgd", 0) == 0)  // compressing from the third step (error feedback needs > 1)
-      idist::register_comm_hook(w_.model, idist::comm_hooks::powersgd({.matrix_approximation_rank = std::stoi(config_.hook.substr(8)),
-                                                                        .start_powersgd_iter = 2}));
+      idist::register_comm_hook(
+          w_.model, idist::comm_hooks::powersgd(
+                        {.matrix_approximation_rank = std::stoi(config_.hook.substr(8)), .start_powersgd_iter = 2}));
     if (auto r = idist::detail::reducer_of(w_.model)) {
       for (std::size_t b : r->bucket_bytes()) bucket_bytes_ += b;
       buckets_ = r->buckets().size();

@@ -13,15 +13,15 @@ namespace fashion_mnist {
 
 /// Where training stands and the options that shape the sampler and the learning-rate schedule.
 struct CheckpointState {
-  int epoch = 0;                 ///< epochs completed: the next run starts with epoch + 1 (1-based)
-  std::uint64_t seed = 0;        ///< the sampler shuffles epoch e with seed + e (and seeded the weights)
-  double lr = 0;                 ///< the schedule's base learning rate
-  double momentum = 0;           ///< SGD momentum (its buffers are in the optimizer's state)
+  int epoch = 0;           ///< epochs completed: the next run starts with epoch + 1 (1-based)
+  std::uint64_t seed = 0;  ///< the sampler shuffles epoch e with seed + e (and seeded the weights)
+  double lr = 0;           ///< the schedule's base learning rate
+  double momentum = 0;     ///< SGD momentum (its buffers are in the optimizer's state)
   LrSchedule lr_schedule = LrSchedule::Linear;
-  int epochs = 0;                ///< the run the schedule decays over
-  std::int64_t batch_size = 0;   ///< global batch size
-  std::uint32_t limit = 0;       ///< training images used (0: all)
-  int world_size = 0;            ///< ranks that wrote it (any world size may resume it)
+  int epochs = 0;               ///< the run the schedule decays over
+  std::int64_t batch_size = 0;  ///< global batch size
+  std::uint32_t limit = 0;      ///< training images used (0: all)
+  int world_size = 0;           ///< ranks that wrote it (any world size may resume it)
 };
 
 /// The options' part of a checkpoint for a run that has completed `epoch` epochs on `world_size` ranks.
@@ -35,7 +35,7 @@ std::filesystem::path save_checkpoint(const std::filesystem::path& dir, const Ch
 
 /// A checkpoint as every rank received it.
 struct LoadedCheckpoint {
-  std::filesystem::path path;            ///< the file rank 0 read
+  std::filesystem::path path;  ///< the file rank 0 read
   CheckpointState state;
   torch::serialize::InputArchive model;      ///< for torch::nn::Module::load
   torch::serialize::InputArchive optimizer;  ///< for torch::optim::Optimizer::load

@@ -30,8 +30,8 @@ class FashionMnist : public torch::data::datasets::Dataset<FashionMnist> {
   FashionMnist(const std::filesystem::path& dir, Mode mode, std::uint32_t limit = 0) {
     Split split = read_split(dir, mode == Mode::Train ? "train" : "t10k", limit);
     const auto n = std::int64_t(split.images.count);
-    images_ = torch::from_blob(split.images.pixels.data(), {n, 1, std::int64_t(split.images.rows), std::int64_t(split.images.cols)},
-                               torch::kUInt8)
+    images_ = torch::from_blob(split.images.pixels.data(),
+                               {n, 1, std::int64_t(split.images.rows), std::int64_t(split.images.cols)}, torch::kUInt8)
                   .to(torch::kFloat32)
                   .div_(255.0)
                   .sub_(kPixelMean)
@@ -40,7 +40,9 @@ class FashionMnist : public torch::data::datasets::Dataset<FashionMnist> {
   }
 
   /// Example `index`: data [1, 28, 28] float32, target an int64 scalar.
-  torch::data::Example<> get(std::size_t index) override { return {images_[std::int64_t(index)], targets_[std::int64_t(index)]}; }
+  torch::data::Example<> get(std::size_t index) override {
+    return {images_[std::int64_t(index)], targets_[std::int64_t(index)]};
+  }
 
   /// Number of examples.
   torch::optional<std::size_t> size() const override { return std::size_t(images_.size(0)); }

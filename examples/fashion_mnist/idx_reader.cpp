@@ -22,9 +22,10 @@ using GzFile = std::unique_ptr<gzFile_s, GzCloser>;
 GzFile open_gz(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
-    throw DataError(fmt::format("{}: no such file (Fashion-MNIST IDX gzip file expected; "
-                                "install the Debian package dataset-fashion-mnist or pass --data-dir)",
-                                path.string()));
+    throw DataError(
+        fmt::format("{}: no such file (Fashion-MNIST IDX gzip file expected; "
+                    "install the Debian package dataset-fashion-mnist or pass --data-dir)",
+                    path.string()));
   GzFile f(gzopen(path.c_str(), "rb"));
   if (!f) throw DataError(fmt::format("{}: cannot open: {}", path.string(), std::system_category().message(errno)));
   return f;
@@ -101,8 +102,8 @@ Split read_split(const std::filesystem::path& dir, const std::string& prefix, st
   IdxImages images = read_idx_images(images_path, limit);
   IdxLabels labels = read_idx_labels(labels_path, limit);
   if (images.header_count != labels.header_count)
-    throw DataError(fmt::format("{} holds {} images but {} holds {} labels", images_path.string(),
-                                images.header_count, labels_path.string(), labels.header_count));
+    throw DataError(fmt::format("{} holds {} images but {} holds {} labels", images_path.string(), images.header_count,
+                                labels_path.string(), labels.header_count));
   return Split{std::move(images), std::move(labels.labels)};
 }
 

@@ -40,7 +40,7 @@ IdxImages read_idx_images(const std::filesystem::path& path, std::uint32_t limit
 
 /// Labels of one IDX file.
 struct IdxLabels {
-  std::uint32_t header_count = 0;     // number of labels the file holds (its header)
+  std::uint32_t header_count = 0;    // number of labels the file holds (its header)
   std::vector<std::uint8_t> labels;  // the first min(header_count, limit) of them
 };
 

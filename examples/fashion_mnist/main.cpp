@@ -60,8 +60,9 @@ int run(const Options& o) {
     parallel.run([&o](int /*local_rank*/) { train(o); });
     return 0;
 #else
-    throw idist::ValueError("starting workers needs the gloo or nccl backend, which this build of idist does not "
-                            "have; launch the ranks with mpirun instead (--backend mpi)");
+    throw idist::ValueError(
+        "starting workers needs the gloo or nccl backend, which this build of idist does not "
+        "have; launch the ranks with mpirun instead (--backend mpi)");
 #endif
   }
   if (o.backend != "serial") idist::initialize(o.backend, idist::InitOptions{.timeout = timeout});

@@ -43,9 +43,7 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   app.add_option("--num-workers", o.num_workers, "data-loader worker threads (global)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--log-every", o.log_every, "seconds between progress lines")
-      ->check(kPositive)
-      ->capture_default_str();
+  app.add_option("--log-every", o.log_every, "seconds between progress lines")->check(kPositive)->capture_default_str();
   app.add_option("--timeout", o.timeout, "seconds a collective may wait before failing")
       ->check(kPositive)
       ->capture_default_str();

@@ -17,32 +17,32 @@ enum class LrSchedule {
 
 /// Everything the command line sets.
 struct Options {
-  std::string backend = "serial";          ///< "serial", "mpi", "gloo" or "nccl"
-  int epochs = 1;                          ///< training epochs, >= 1
-  std::int64_t batch_size = 64;            ///< global batch size (all ranks together), >= 1
-  double lr = 0.05;                        ///< SGD learning rate
-  double momentum = 0.9;                   ///< SGD momentum
+  std::string backend = "serial";               ///< "serial", "mpi", "gloo" or "nccl"
+  int epochs = 1;                               ///< training epochs, >= 1
+  std::int64_t batch_size = 64;                 ///< global batch size (all ranks together), >= 1
+  double lr = 0.05;                             ///< SGD learning rate
+  double momentum = 0.9;                        ///< SGD momentum
   LrSchedule lr_schedule = LrSchedule::Linear;  ///< learning-rate schedule
-  std::uint32_t limit = 0;                 ///< train on the first `limit` images only; 0 = all 60 000
-  std::string data_dir = kDefaultDataDir;  ///< folder of the four IDX gzip files
-  std::uint64_t seed = 0;                  ///< seeds the weights and the shuffling
-  int num_workers = 0;                     ///< data-loader worker threads (global, scaled per rank by ignite's rule)
-  double log_every = 5.0;                  ///< seconds between progress lines
-  double timeout = 600.0;                  ///< seconds any collective may wait before failing
-  bool sync_bn = false;                    ///< the CNN with batch norm, synchronised over the ranks (auto_model sync_bn)
-  std::optional<int> nproc_per_node;       ///< spawn this many workers (gloo launcher); unset = launched externally
+  std::uint32_t limit = 0;                      ///< train on the first `limit` images only; 0 = all 60 000
+  std::string data_dir = kDefaultDataDir;       ///< folder of the four IDX gzip files
+  std::uint64_t seed = 0;                       ///< seeds the weights and the shuffling
+  int num_workers = 0;                ///< data-loader worker threads (global, scaled per rank by ignite's rule)
+  double log_every = 5.0;             ///< seconds between progress lines
+  double timeout = 600.0;             ///< seconds any collective may wait before failing
+  bool sync_bn = false;               ///< the CNN with batch norm, synchronised over the ranks (auto_model sync_bn)
+  std::optional<int> nproc_per_node;  ///< spawn this many workers (gloo launcher); unset = launched externally
   // Several nodes (ignite's multi-node Parallel): every node runs the same command with its --node-rank.
   std::optional<int> nnodes;               ///< number of nodes; the world is nnodes * nproc_per_node ranks
   std::optional<int> node_rank;            ///< this node's index in [0, nnodes)
   std::optional<std::string> master_addr;  ///< address of node 0 (its rank 0 serves the rendezvous)
   std::optional<int> master_port;          ///< port of the rendezvous on node 0
   // Checkpoints.
-  std::string checkpoint_dir;              ///< write checkpoint_<epoch>.pt here after each epoch (rank 0); empty = none
-  bool resume = false;                     ///< continue from the newest checkpoint in checkpoint_dir
-  std::string comm_hook = "none";          ///< auto_model's communication hook: none, allreduce, fp16, bf16, powersgd
-  int powersgd_rank = 4;                   ///< PowerSGD's matrix_approximation_rank
-  int powersgd_start = 10;                 ///< PowerSGD's start_powersgd_iter (iterations of plain all-reduce first)
-  int stop_after_epoch = 0;                ///< end the run after this epoch (1-based; the schedule still spans epochs); 0 = no
+  std::string checkpoint_dir;      ///< write checkpoint_<epoch>.pt here after each epoch (rank 0); empty = none
+  bool resume = false;             ///< continue from the newest checkpoint in checkpoint_dir
+  std::string comm_hook = "none";  ///< auto_model's communication hook: none, allreduce, fp16, bf16, powersgd
+  int powersgd_rank = 4;           ///< PowerSGD's matrix_approximation_rank
+  int powersgd_start = 10;         ///< PowerSGD's start_powersgd_iter (iterations of plain all-reduce first)
+  int stop_after_epoch = 0;        ///< end the run after this epoch (1-based; the schedule still spans epochs); 0 = no
 };
 
 /// True when the options ask idist::Parallel to start the workers (--nproc-per-node or a multi-node flag).

@@ -55,8 +55,8 @@ void Progress::print(std::int64_t step) {
   const std::int64_t steps_left = std::int64_t(epochs_ - first_epoch_ + 1) * steps_per_epoch_ - steps_done_;
   const double eta = rate > 0 ? double(steps_left * images_per_step_) / rate : NAN;
   const int width = int(fmt::formatted_size("{}", steps_per_epoch_));
-  fmt::print(out_, "epoch {}/{}  step {:>{}}/{}  loss {:.4f}  acc {:.4f}  {:.0f} img/s  ETA {}\n", epoch_, epochs_, step,
-             width, steps_per_epoch_, window.mean_loss(), window.accuracy(), rate, format_duration(eta));
+  fmt::print(out_, "epoch {}/{}  step {:>{}}/{}  loss {:.4f}  acc {:.4f}  {:.0f} img/s  ETA {}\n", epoch_, epochs_,
+             step, width, steps_per_epoch_, window.mean_loss(), window.accuracy(), rate, format_duration(eta));
   std::fflush(out_);
 }
 

@@ -31,10 +31,11 @@ using TestLoader = idist::DataLoader<decltype(std::declval<FashionMnist>().map(t
 // The test split through a DistributedSampler without shuffling: each rank scores the unpadded part of
 // its share, so the ranks together count every test image exactly once.
 TestLoader make_test_loader(const FashionMnist& test) {
-  auto sampler = std::make_shared<idist::DistributedSampler>(*test.size(), std::nullopt, std::nullopt, /*shuffle=*/false);
-  return idist::auto_dataloader(FashionMnist(test).map(torch::data::transforms::Stack<>()),
-                                {.batch_size = std::size_t(1000 * idist::get_world_size()), .shuffle = false,
-                                 .sampler = std::move(sampler)});
+  auto sampler =
+      std::make_shared<idist::DistributedSampler>(*test.size(), std::nullopt, std::nullopt, /*shuffle=*/false);
+  return idist::auto_dataloader(
+      FashionMnist(test).map(torch::data::transforms::Stack<>()),
+      {.batch_size = std::size_t(1000 * idist::get_world_size()), .shuffle = false, .sampler = std::move(sampler)});
 }
 
 // Accuracy of `model` over the whole test split (correct / total summed over the ranks).
@@ -80,7 +81,8 @@ void report_differences(const CheckpointState& saved, const Options& o) {
   note("--batch-size", saved.batch_size, now.batch_size);
   note("--limit", saved.limit, now.limit);
   if (!diff.empty() && idist::get_rank() == 0)
-    fmt::print(stderr, "fashion_mnist: warning: resuming with {}; the run will differ from an uninterrupted one\n", diff);
+    fmt::print(stderr, "fashion_mnist: warning: resuming with {}; the run will differ from an uninterrupted one\n",
+               diff);
 }
 
 // idist's device, refused with the remedy when it is a GPU this LibTorch cannot use (a CPU-only build
@@ -89,9 +91,10 @@ torch::Device training_device() {
   const torch::Device device = idist::to_torch_device(idist::device());
   if (!device.is_cuda() || torch::cuda::is_available()) return device;
   const bool nccl = idist::backend() == std::optional<std::string>("nccl");
-  throw idist::ValueError(fmt::format("idist's device is {}, but this LibTorch has no CUDA support (a CPU-only "
-                                      "build): use a CUDA build of LibTorch{}",
-                                      device.str(), nccl ? "" : ", or hide the GPUs with CUDA_VISIBLE_DEVICES="));
+  throw idist::ValueError(
+      fmt::format("idist's device is {}, but this LibTorch has no CUDA support (a CPU-only "
+                  "build): use a CUDA build of LibTorch{}",
+                  device.str(), nccl ? "" : ", or hide the GPUs with CUDA_VISIBLE_DEVICES="));
 }
 
 }  // namespace
@@ -135,9 +138,9 @@ void train(const Options& o) {
   if (o.comm_hook == "bf16") idist::register_comm_hook(model, idist::comm_hooks::bf16_compress());
   if (o.comm_hook == "powersgd")
     idist::register_comm_hook(model, idist::comm_hooks::powersgd({.matrix_approximation_rank = o.powersgd_rank,
-                                                                   .start_powersgd_iter = o.powersgd_start}));
-  auto optimizer = idist::auto_optim(std::make_shared<torch::optim::SGD>(
-      model->parameters(), torch::optim::SGDOptions(o.lr).momentum(o.momentum)));
+                                                                  .start_powersgd_iter = o.powersgd_start}));
+  auto optimizer = idist::auto_optim(
+      std::make_shared<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(o.lr).momentum(o.momentum)));
   if (checkpoint) optimizer->load(checkpoint->optimizer);  // the momentum buffers
   const int first_epoch = checkpoint ? checkpoint->state.epoch + 1 : 1;
   const int last_epoch = o.stop_after_epoch > 0 ? std::min(o.stop_after_epoch, o.epochs) : o.epochs;
@@ -191,13 +194,14 @@ void train(const Options& o) {
   if (rank == 0) {
     const double seconds = progress.train_seconds();
     const Totals& last = progress.epoch_totals();
-    fmt::print("{{\"world_size\": {}, \"backend\": \"{}\", \"epochs\": {}, \"first_epoch\": {}, \"last_epoch\": {}, "
-               "\"batch_size\": {}, \"train_images\": {}, \"threads_per_rank\": {}, \"train_seconds\": {:.3f}, "
-               "\"images_per_s\": {:.1f}, \"train_loss\": {:.6f}, \"train_accuracy\": {:.6f}, \"test_accuracy\": {:.4f}, "
-               "\"comm_hook\": \"{}\", \"weights_digest\": \"{}\", \"sync_bn\": {}}}\n",
-               world, idist::backend().value_or("serial"), o.epochs, first_epoch, last_epoch, local_batch * world,
-               n_train, torch::get_num_threads(), seconds, seconds > 0 ? double(progress.images_done()) / seconds : 0.0,
-               last.mean_loss(), last.accuracy(), accuracy, o.comm_hook, weights_digest(*model), o.sync_bn);
+    fmt::print(
+        "{{\"world_size\": {}, \"backend\": \"{}\", \"epochs\": {}, \"first_epoch\": {}, \"last_epoch\": {}, "
+        "\"batch_size\": {}, \"train_images\": {}, \"threads_per_rank\": {}, \"train_seconds\": {:.3f}, "
+        "\"images_per_s\": {:.1f}, \"train_loss\": {:.6f}, \"train_accuracy\": {:.6f}, \"test_accuracy\": {:.4f}, "
+        "\"comm_hook\": \"{}\", \"weights_digest\": \"{}\", \"sync_bn\": {}}}\n",
+        world, idist::backend().value_or("serial"), o.epochs, first_epoch, last_epoch, local_batch * world, n_train,
+        torch::get_num_threads(), seconds, seconds > 0 ? double(progress.images_done()) / seconds : 0.0,
+        last.mean_loss(), last.accuracy(), accuracy, o.comm_hook, weights_digest(*model), o.sync_bn);
     std::fflush(stdout);
   }
 }

@@ -127,15 +127,14 @@ void all_reduce(std::span<T> data, std::string_view op, const Group& group = {})
 
 /// In-place reduction of a vector (not std::vector<bool>, which is not contiguous).
 template <Element T>
-  requires(!std::is_same_v<T, bool>)
-void all_reduce(std::vector<T>& data, ReduceOp op = ReduceOp::Sum, const Group& group = {}) {
+requires(!std::is_same_v<T, bool>) void all_reduce(std::vector<T>& data, ReduceOp op = ReduceOp::Sum,
+                                                   const Group& group = {}) {
   detail::all_reduce_wait(std::span<T>(data), Device{}, op, group);
 }
 
 /// In-place reduction of a vector, with ignite's op name.
 template <Element T>
-  requires(!std::is_same_v<T, bool>)
-void all_reduce(std::vector<T>& data, std::string_view op, const Group& group = {}) {
+requires(!std::is_same_v<T, bool>) void all_reduce(std::vector<T>& data, std::string_view op, const Group& group = {}) {
   all_reduce(data, parse_reduce_op(op), group);
 }
 
@@ -162,8 +161,8 @@ T all_reduce(T value, std::string_view op, const Group& group = {}) {
 template <Element T>
 std::vector<T> all_gather(std::span<const T> data, const Group& group = {}) {
   std::vector<std::size_t> counts;
-  std::vector<std::byte> bytes = detail::all_gather_varying(
-      ConstBuffer{data.data(), data.size(), dtype_of<T>, Device{}}, group, counts);
+  std::vector<std::byte> bytes =
+      detail::all_gather_varying(ConstBuffer{data.data(), data.size(), dtype_of<T>, Device{}}, group, counts);
   if constexpr (std::is_same_v<std::remove_cv_t<T>, bool>) {  // std::vector<bool> has no data()
     const auto* p = reinterpret_cast<const bool*>(bytes.data());
     return std::vector<T>(p, p + bytes.size());
@@ -176,8 +175,7 @@ std::vector<T> all_gather(std::span<const T> data, const Group& group = {}) {
 
 /// all_gather of a vector (not std::vector<bool>).
 template <Element T>
-  requires(!std::is_same_v<T, bool>)
-std::vector<T> all_gather(const std::vector<T>& data, const Group& group = {}) {
+requires(!std::is_same_v<T, bool>) std::vector<T> all_gather(const std::vector<T>& data, const Group& group = {}) {
   return all_gather(std::span<const T>(data), group);
 }
 
@@ -189,7 +187,8 @@ std::vector<T> all_gather(T value, const Group& group = {}) {
   const std::size_t n = std::size_t(m.group_size(group));
   // A plain array, not the result vector: std::vector<bool> has no contiguous data().
   const std::unique_ptr<T[]> out(new T[n]);
-  m.all_gather_blocking(ConstBuffer{&value, 1, dtype_of<T>, Device{}}, Buffer{out.get(), n, dtype_of<T>, Device{}}, group);
+  m.all_gather_blocking(ConstBuffer{&value, 1, dtype_of<T>, Device{}}, Buffer{out.get(), n, dtype_of<T>, Device{}},
+                        group);
   return std::vector<T>(out.get(), out.get() + n);
 }
 
@@ -270,8 +269,7 @@ void broadcast(std::span<T> data, int src = 0) {
 
 /// In-place broadcast of a vector (same length on every rank; not std::vector<bool>).
 template <Element T>
-  requires(!std::is_same_v<T, bool>)
-void broadcast(std::vector<T>& data, int src = 0) {
+requires(!std::is_same_v<T, bool>) void broadcast(std::vector<T>& data, int src = 0) {
   detail::broadcast_wait(std::span<T>(data), Device{}, src, Group{});
 }
 

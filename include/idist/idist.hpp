@@ -5,16 +5,16 @@
 /// path it also brings in the LibTorch layer (tensor collectives, auto_model, auto_optim,
 /// auto_dataloader, DistributedProxySampler); define IDIST_NO_TORCH to leave it out.
 
-#include "idist/config.hpp"
-#include "idist/error.hpp"
-#include "idist/types.hpp"
-#include "idist/group.hpp"
-#include "idist/work.hpp"
+#include "idist/collectives.hpp"
 #include "idist/computation_model.hpp"
+#include "idist/config.hpp"
 #include "idist/context.hpp"
 #include "idist/debug.hpp"
-#include "idist/collectives.hpp"
+#include "idist/error.hpp"
+#include "idist/group.hpp"
 #include "idist/helpers.hpp"
+#include "idist/types.hpp"
+#include "idist/work.hpp"
 #if __has_include("idist/launcher.hpp")
 #include "idist/launcher.hpp"
 #endif

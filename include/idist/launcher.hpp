@@ -119,8 +119,8 @@ inline constexpr std::string_view kParallelLogger = "distributed.launcher.Parall
 
 /// Forks opts.nproc_per_node workers; worker i sets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR,
 /// MASTER_PORT (and OMP_NUM_THREADS unless set; IDIST_STORE_TOKEN, the TCP store's per-job secret: the
-/// caller's when set, else a random one for a one-node launch, none for several nodes), initializes `backend`, runs task(i), finalizes and
-/// exits. Returns when all exited successfully. @throws ValueError, SpawnError.
+/// caller's when set, else a random one for a one-node launch, none for several nodes), initializes `backend`, runs
+/// task(i), finalizes and exits. Returns when all exited successfully. @throws ValueError, SpawnError.
 void spawn_workers(std::string_view backend, const std::function<void(int)>& task, const SpawnOptions& opts);
 
 /// True when the last type of Args is SpawnOptions (false for an empty pack).
@@ -128,7 +128,8 @@ template <class... Args>
 struct last_is_spawn_options : std::false_type {};
 template <class First, class... Rest>
 struct last_is_spawn_options<First, Rest...>
-    : std::is_same<std::remove_cvref_t<std::tuple_element_t<sizeof...(Rest), std::tuple<First, Rest...>>>, SpawnOptions> {};
+    : std::is_same<std::remove_cvref_t<std::tuple_element_t<sizeof...(Rest), std::tuple<First, Rest...>>>,
+                   SpawnOptions> {};
 
 template <class Fn, class Tuple, std::size_t... I>
 void spawn_with(std::string_view backend, Fn& fn, Tuple& args, const SpawnOptions& opts, std::index_sequence<I...>) {

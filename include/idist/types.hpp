@@ -75,10 +75,10 @@ template <class T>
 struct dtype_traits;
 
 /// @cond INTERNAL
-#define IDIST_DTYPE_TRAIT(T, D)                 \
-  template <>                                   \
-  struct dtype_traits<T> {                      \
-    static constexpr DType value = DType::D;    \
+#define IDIST_DTYPE_TRAIT(T, D)              \
+  template <>                                \
+  struct dtype_traits<T> {                   \
+    static constexpr DType value = DType::D; \
   };
 IDIST_DTYPE_TRAIT(bool, Bool)
 IDIST_DTYPE_TRAIT(std::uint8_t, UInt8)
@@ -101,7 +101,9 @@ struct dtype_traits<long long> {
 /// An element type idist can communicate: one with a dtype_traits specialisation.
 /// Plain `char` is deliberately not one, so that string literals select the string overloads.
 template <class T>
-concept Element = requires { dtype_traits<std::remove_cv_t<T>>::value; };
+concept Element = requires {
+  dtype_traits<std::remove_cv_t<T>>::value;
+};
 
 /// The DType of element type T.
 template <Element T>
@@ -122,10 +124,10 @@ struct Device {
   /// `model->to(idist::device())` compile. A template, so that this header needs no LibTorch: it
   /// accepts any device type constructible from "cpu" / "cuda:N" that has is_cuda() and index().
   template <class D>
-    requires(std::is_constructible_v<D, const std::string&> && requires(const D& d) {
-      d.is_cuda();
-      d.index();
-    })
+  requires(std::is_constructible_v<D, const std::string&>&& requires(const D& d) {
+    d.is_cuda();
+    d.index();
+  })
   operator D() const {  // NOLINT(google-explicit-constructor): mirrors ignite's torch.device
     return D(str());
   }

@@ -58,8 +58,7 @@ class Work {
 
   /// Wraps a backend operation. `op` ("all_reduce", ...) and `rank` name it in error messages;
   /// `timeout` (milliseconds) bounds wait() when the caller gives no timeout of its own.
-  Work(std::shared_ptr<detail::WorkImpl> impl, std::string_view op, int rank,
-       std::chrono::milliseconds timeout);
+  Work(std::shared_ptr<detail::WorkImpl> impl, std::string_view op, int rank, std::chrono::milliseconds timeout);
 
   /// True once the operation finished. Non-blocking; also drives progress for backends that need it
   /// (MPI). Call wait() before reading the results.

@@ -11,9 +11,10 @@
 namespace idist::core {
 
 void throw_not_host(std::string_view backend, std::string_view op, std::string_view arg, const Device& device) {
-  throw ValueError(fmt::format("{}: the {} backend communicates host memory, but {} is on {}; expected a cpu buffer "
-                               "(copy it to the host first)",
-                               op, backend, arg, device.str()));
+  throw ValueError(
+      fmt::format("{}: the {} backend communicates host memory, but {} is on {}; expected a cpu buffer "
+                  "(copy it to the host first)",
+                  op, backend, arg, device.str()));
 }
 
 void throw_not_member(std::string_view op, int rank, const Group& group) {
@@ -43,8 +44,8 @@ std::size_t check_all_gather_v_args(const ConstBuffer& in, const Buffer& out, st
     throw ValueError(fmt::format("all_gather: counts has {} entries, expected one per rank of the group ({})",
                                  counts.size(), group_size));
   if (my_group_rank < 0 || std::size_t(my_group_rank) >= group_size)
-    throw ValueError(fmt::format("all_gather: this rank's position {} is outside the group of {}", my_group_rank,
-                                 group_size));
+    throw ValueError(
+        fmt::format("all_gather: this rank's position {} is outside the group of {}", my_group_rank, group_size));
   if (counts[std::size_t(my_group_rank)] != in.count)
     throw ValueError(fmt::format("all_gather: counts[{}] is {} but this rank contributes in.count = {} elements",
                                  my_group_rank, counts[std::size_t(my_group_rank)], in.count));

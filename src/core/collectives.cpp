@@ -63,7 +63,8 @@ void check_broadcast_presence(bool present, bool is_src, bool safe_mode) {
 
 std::vector<std::string> all_gather(std::string_view s, const Group& group) {
   std::vector<std::size_t> counts;
-  const std::vector<std::byte> bytes = detail::all_gather_varying(ConstBuffer{s.data(), s.size(), DType::UInt8}, group, counts);
+  const std::vector<std::byte> bytes =
+      detail::all_gather_varying(ConstBuffer{s.data(), s.size(), DType::UInt8}, group, counts);
   std::vector<std::string> out;
   out.reserve(counts.size());
   std::size_t offset = 0;

@@ -33,21 +33,11 @@ std::string vformat_message(std::string_view format, std::span<const MessageArg>
   store.reserve(args.size(), 0);
   for (const MessageArg& a : args) {
     switch (a.kind()) {
-      case MessageArg::Kind::Bool:
-        store.push_back(a.bool_value());
-        break;
-      case MessageArg::Kind::Signed:
-        store.push_back(a.signed_value());
-        break;
-      case MessageArg::Kind::Unsigned:
-        store.push_back(a.unsigned_value());
-        break;
-      case MessageArg::Kind::Float:
-        store.push_back(a.float_value());
-        break;
-      case MessageArg::Kind::Double:
-        store.push_back(a.double_value());
-        break;
+      case MessageArg::Kind::Bool: store.push_back(a.bool_value()); break;
+      case MessageArg::Kind::Signed: store.push_back(a.signed_value()); break;
+      case MessageArg::Kind::Unsigned: store.push_back(a.unsigned_value()); break;
+      case MessageArg::Kind::Float: store.push_back(a.float_value()); break;
+      case MessageArg::Kind::Double: store.push_back(a.double_value()); break;
       case MessageArg::Kind::String:
         store.push_back(a.string_value());  // a view: not copied
         break;

@@ -21,10 +21,10 @@
 
 #include "core/backend_factories.hpp"
 #include "core/cuda_probe.hpp"
+#include "core/host_reduce.hpp"
 #include "gloo/call_tag.hpp"
 #include "gloo/gloo_store.hpp"
 #include "gloo/peer_diagnosis.hpp"
-#include "core/host_reduce.hpp"
 #include "gloo/tcp_device.hpp"
 #include "idist/error.hpp"
 #include "store/prefix_store.hpp"
@@ -52,7 +52,6 @@ void with_element_type(std::size_t size, F&& f) {
     default: f(std::uint64_t{}); return;
   }
 }
-
 
 bool read_bcube_choice() {
   const char* v = std::getenv("IDIST_GLOO_ALLREDUCE");
@@ -102,9 +101,9 @@ std::unique_ptr<Communicator> GlooModel::connect(std::vector<int> ranks, std::st
   const int pos = int(std::lower_bound(ranks.begin(), ranks.end(), rank()) - ranks.begin());
   auto context = std::make_shared<gloo::rendezvous::Context>(pos, int(ranks.size()));
   context->setTimeout(timeout());
-  const std::string what =
-      fmt::format("gloo: rank {} could not connect the communicator of group {} ({} ranks) through {} within {} ms: ",
-                  rank(), name, ranks.size(), store_->describe(), timeout().count());
+  const std::string what = fmt::format(
+      "gloo: rank {} could not connect the communicator of group {} ({} ranks) through {} within {} ms: ", rank(), name,
+      ranks.size(), store_->describe(), timeout().count());
   try {
     store::PrefixStore prefixed(prefix, store_);
     GlooStore for_gloo(prefixed);
@@ -151,22 +150,24 @@ void GlooModel::run_guarded(Communicator& comm, const char* op, int rank, const 
                             const Run& run) {
   if (comm.broken.load(std::memory_order_acquire)) {
     std::lock_guard lock(comm.failure_mutex);
-    throw BackendError(fmt::format("{} on rank {}: the gloo communicator of group {} is unusable after an earlier "
-                                   "failure ({}); call idist::finalize()",
-                                   op, rank, comm.name, comm.failure));
+    throw BackendError(
+        fmt::format("{} on rank {}: the gloo communicator of group {} is unusable after an earlier "
+                    "failure ({}); call idist::finalize()",
+                    op, rank, comm.name, comm.failure));
   }
   const auto fail = [&](const std::string& detail, bool timed_out) {
     // Only the first failure of a communicator looks for the lost peers (a bounded network probe).
     const std::string lost = comm.broken.load(std::memory_order_acquire)
                                  ? std::string()
                                  : lost_peers(detail, timed_out, comm.ranks, rank, peers, kPeerProbeTimeout);
-    const std::string msg =
-        lost.empty() ? fmt::format("{} on {} (group {}) failed: {}; a peer may have died or issued a different "
-                                   "collective (another operation, element type, count, reduce op or root: "
-                                   "IDIST_DISTRIBUTED_DEBUG=DETAIL names it)",
-                                   op, describe_rank(peers, rank), comm.name, detail)
-                     : fmt::format("{} on {} (group {}) failed: {}; {}", op, describe_rank(peers, rank), comm.name,
-                                   detail, lost);
+    const std::string msg = lost.empty()
+                                ? fmt::format(
+                                      "{} on {} (group {}) failed: {}; a peer may have died or issued a different "
+                                      "collective (another operation, element type, count, reduce op or root: "
+                                      "IDIST_DISTRIBUTED_DEBUG=DETAIL names it)",
+                                      op, describe_rank(peers, rank), comm.name, detail)
+                                : fmt::format("{} on {} (group {}) failed: {}; {}", op, describe_rank(peers, rank),
+                                              comm.name, detail, lost);
     {
       std::lock_guard lock(comm.failure_mutex);
       if (comm.failure.empty()) comm.failure = msg;
@@ -194,8 +195,9 @@ Work GlooModel::submit(Communicator& comm, const char* op, Run run) {
   const int rank = this->rank();
   // One closure per operation: the lane's std::function holds it (a single allocation).
   const rendezvous::PeerTable& peers = peers_;
-  auto impl = comm.lane->submit([&comm, op, rank, &peers, run = std::move(run)] { run_guarded(comm, op, rank, peers, run); },
-                                std::chrono::steady_clock::now() + timeout);
+  auto impl =
+      comm.lane->submit([&comm, op, rank, &peers, run = std::move(run)] { run_guarded(comm, op, rank, peers, run); },
+                        std::chrono::steady_clock::now() + timeout);
   // Gloo enforces the timeout inside the operation, whose error names the lost peers after a bounded
   // probe; the Work's own wait allows for that probe so that the caller gets the precise error.
   return Work(std::move(impl), op, rank, timeout + kFailureReportGrace);
@@ -205,7 +207,8 @@ template <class Run>
 Work GlooModel::issue(Communicator& comm, const char* op, bool blocking, Run run) {
   if (!blocking) return submit(comm, op, std::move(run));
   const int rank = this->rank();
-  if (!comm.lane->run_if_idle([&] { run_guarded(comm, op, rank, peers_, run); })) submit(comm, op, std::move(run)).wait();
+  if (!comm.lane->run_if_idle([&] { run_guarded(comm, op, rank, peers_, run); }))
+    submit(comm, op, std::move(run)).wait();
   return Work{};
 }
 
@@ -238,22 +241,23 @@ Work GlooModel::all_reduce_impl(Buffer data, ReduceOp op, const Group& group, bo
   const core::ReduceFn fn = core::reduce_function(data.dtype, op);  // ValueError for And / Or on floats
   Communicator& comm = communicator(group);
   if (data.count == 0) return Work{};
-  const auto algorithm = use_bcube_ ? gloo::AllreduceOptions::Algorithm::BCUBE : gloo::AllreduceOptions::Algorithm::RING;
+  const auto algorithm =
+      use_bcube_ ? gloo::AllreduceOptions::Algorithm::BCUBE : gloo::AllreduceOptions::Algorithm::RING;
   const auto timeout = this->timeout();
   return issue(comm, "all_reduce", blocking,
                [data, op, fn, algorithm, timeout, retained = retained_.get()](gloo::Context& ctx) {
-    retained->run<gloo::AllreduceOptions>(borrow(ctx), [&](gloo::AllreduceOptions& o) {
-      with_element_type(dtype_size(data.dtype), [&](auto t) {
-        using T = decltype(t);
-        o.setOutput<T>(static_cast<T*>(data.data), data.count);
-      });
-      o.setReduceFunction(fn);
-      o.setTag(call_tag(data.dtype, data.count, int(op), -1));
-      o.setAlgorithm(algorithm);
-      o.setTimeout(timeout);
-      gloo::allreduce(o);
-    });
-  });
+                 retained->run<gloo::AllreduceOptions>(borrow(ctx), [&](gloo::AllreduceOptions& o) {
+                   with_element_type(dtype_size(data.dtype), [&](auto t) {
+                     using T = decltype(t);
+                     o.setOutput<T>(static_cast<T*>(data.data), data.count);
+                   });
+                   o.setReduceFunction(fn);
+                   o.setTag(call_tag(data.dtype, data.count, int(op), -1));
+                   o.setAlgorithm(algorithm);
+                   o.setTimeout(timeout);
+                   gloo::allreduce(o);
+                 });
+               });
 }
 
 Work GlooModel::all_gather_impl(ConstBuffer in, Buffer out, const Group& group, bool blocking) {
@@ -281,19 +285,20 @@ Work GlooModel::do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std:
   if (total == 0) return Work{};
   const auto timeout = this->timeout();
   std::vector<std::size_t> elements(counts.begin(), counts.end());
-  return submit(comm, "all_gather",
-                [in, out, total, elements = std::move(elements), timeout, retained = retained_.get()](gloo::Context& ctx) {
-    retained->run<gloo::AllgathervOptions>(borrow(ctx), [&](gloo::AllgathervOptions& o) {
-      with_element_type(dtype_size(in.dtype), [&](auto t) {
-        using T = decltype(t);
-        o.setInput<T>(static_cast<T*>(const_cast<void*>(in.data)), in.count);
-        o.setOutput<T>(static_cast<T*>(out.data), elements);
+  return submit(
+      comm, "all_gather",
+      [in, out, total, elements = std::move(elements), timeout, retained = retained_.get()](gloo::Context& ctx) {
+        retained->run<gloo::AllgathervOptions>(borrow(ctx), [&](gloo::AllgathervOptions& o) {
+          with_element_type(dtype_size(in.dtype), [&](auto t) {
+            using T = decltype(t);
+            o.setInput<T>(static_cast<T*>(const_cast<void*>(in.data)), in.count);
+            o.setOutput<T>(static_cast<T*>(out.data), elements);
+          });
+          o.setTag(call_tag(in.dtype, total, -1, -1));
+          o.setTimeout(timeout);
+          gloo::allgatherv(o);
+        });
       });
-      o.setTag(call_tag(in.dtype, total, -1, -1));
-      o.setTimeout(timeout);
-      gloo::allgatherv(o);
-    });
-  });
 }
 
 Work GlooModel::broadcast_impl(Buffer data, int root, const Group& group, bool blocking) {
@@ -358,7 +363,7 @@ void GlooModel::teardown(bool barrier_first) noexcept {
     world_.reset();
     device_.reset();
     retained_->clear();  // the loop thread that could signal them is gone with the device
-    store_.reset();  // after a clean finalize, rank 0's server waits (bounded) for the other ranks to disconnect
+    store_.reset();      // after a clean finalize, rank 0's server waits (bounded) for the other ranks to disconnect
   } catch (const std::exception& e) {
     std::fprintf(stderr, "idist: gloo finalize on rank %d: %s\n", rank(), e.what());
   }

@@ -148,8 +148,8 @@ std::shared_ptr<detail::WorkImpl> OpLane::submit(Op op, Clock::time_point inline
   const auto now = Clock::now();
   std::lock_guard lock(state_->mutex);
   if (state_->stopping) {
-    work->finish(std::make_exception_ptr(
-        BackendError(fmt::format("the gloo backend was finalized; cannot run a collective on group {}", state_->name))));
+    work->finish(std::make_exception_ptr(BackendError(
+        fmt::format("the gloo backend was finalized; cannot run a collective on group {}", state_->name))));
     return work;
   }
   state_->queue.push_back(State::Item{std::move(op), work, now});

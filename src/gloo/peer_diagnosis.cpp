@@ -26,7 +26,8 @@ std::vector<std::string> bracketed_addresses(const std::string& message) {
   return out;
 }
 
-std::vector<bool> hosts_answering(const std::vector<std::string>& addresses, int port, std::chrono::milliseconds timeout) {
+std::vector<bool> hosts_answering(const std::vector<std::string>& addresses, int port,
+                                  std::chrono::milliseconds timeout) {
   std::vector<bool> answered(addresses.size(), false);
   std::vector<pollfd> fds;
   std::vector<std::size_t> index;
@@ -51,7 +52,8 @@ std::vector<bool> hosts_answering(const std::vector<std::string>& addresses, int
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::size_t open = fds.size();
   while (open > 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0 || ::poll(fds.data(), fds.size(), int(left.count())) <= 0) break;
     for (std::size_t k = 0; k < fds.size(); ++k) {
       if (fds[k].fd < 0 || fds[k].revents == 0) continue;
@@ -90,7 +92,8 @@ std::string lost_peers(const std::string& message, bool timed_out, const std::ve
   for (int r : members) {
     if (r == self || std::size_t(r) >= table.size()) continue;
     const std::string& a = table[std::size_t(r)].address;
-    if (a != my_address && !rendezvous::is_loopback_address(a) && std::find(hosts.begin(), hosts.end(), a) == hosts.end())
+    if (a != my_address && !rendezvous::is_loopback_address(a) &&
+        std::find(hosts.begin(), hosts.end(), a) == hosts.end())
       hosts.push_back(a);
   }
   if (hosts.empty()) return "";
@@ -100,8 +103,9 @@ std::string lost_peers(const std::string& message, bool timed_out, const std::ve
     if (!answered[i])
       for (auto& d : ranks_at(hosts[i])) lost.push_back(std::move(d));
   if (lost.empty())
-    return fmt::format("every peer host answers on the network: a peer process may be stopped, slow, or in a "
-                       "different collective");
+    return fmt::format(
+        "every peer host answers on the network: a peer process may be stopped, slow, or in a "
+        "different collective");
   return fmt::format("peers unreachable on the network: {}", fmt::join(lost, ", "));
 }
 

@@ -24,6 +24,7 @@ std::vector<std::string> bracketed_addresses(const std::string& message);
 
 /// For each address of `addresses`, whether its host answered a TCP connection attempt to `port`
 /// (accepted or refused) within `timeout` (all attempts run at once).
-std::vector<bool> hosts_answering(const std::vector<std::string>& addresses, int port, std::chrono::milliseconds timeout);
+std::vector<bool> hosts_answering(const std::vector<std::string>& addresses, int port,
+                                  std::chrono::milliseconds timeout);
 
 }  // namespace idist::gloo_backend

@@ -14,9 +14,10 @@ std::shared_ptr<gloo::transport::Device> make_tcp_device(const rendezvous::Inter
   try {
     return gloo::transport::tcp::CreateDevice(attr);
   } catch (const std::exception& e) {
-    throw BackendError(fmt::format("gloo: cannot create the TCP transport on {}: {} (set GLOO_SOCKET_IFNAME to the "
-                                   "network interface to use)",
-                                   where.describe(), e.what()));
+    throw BackendError(
+        fmt::format("gloo: cannot create the TCP transport on {}: {} (set GLOO_SOCKET_IFNAME to the "
+                    "network interface to use)",
+                    where.describe(), e.what()));
   }
 }
 

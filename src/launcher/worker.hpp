@@ -30,10 +30,9 @@ inline constexpr std::size_t kMaxReportBytes = 4000;
 
 /// Runs in the forked child and never returns: dies with the parent (PR_SET_PDEATHSIG), exports
 /// RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (and OMP_NUM_THREADS
-/// unless set, IDIST_STORE_TOKEN when the plan has one), initializes the backend, runs task(local_rank), finalizes, flushes stdio and
-/// _exit()s with 0. On an exception it writes "<type>: <what>" to `report_fd` and _exit()s with 1.
-[[noreturn]] void run_worker(const WorkerPlan& plan, const std::function<void(int)>& task, int report_fd,
-                             pid_t parent);
+/// unless set, IDIST_STORE_TOKEN when the plan has one), initializes the backend, runs task(local_rank), finalizes,
+/// flushes stdio and _exit()s with 0. On an exception it writes "<type>: <what>" to `report_fd` and _exit()s with 1.
+[[noreturn]] void run_worker(const WorkerPlan& plan, const std::function<void(int)>& task, int report_fd, pid_t parent);
 
 /// The TCP store token of a launch: IDIST_STORE_TOKEN when set; else, for a launch on one node, 32 random
 /// hex digits from /dev/urandom (every worker of the job is forked from this process, so all get it);

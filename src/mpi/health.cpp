@@ -27,10 +27,11 @@ std::string CommHealth::first_failure() const {
 }
 
 void CommHealth::throw_broken(std::string_view op, int rank) const {
-  throw BackendError(fmt::format("{} on rank {}: the mpi backend is unusable since an earlier failure: {}. MPI cannot "
-                                 "cancel the collective left pending, so no later collective can match its peers; end "
-                                 "the job (idist::finalize() then aborts it with this message)",
-                                 op, rank, first_failure()));
+  throw BackendError(
+      fmt::format("{} on rank {}: the mpi backend is unusable since an earlier failure: {}. MPI cannot "
+                  "cancel the collective left pending, so no later collective can match its peers; end "
+                  "the job (idist::finalize() then aborts it with this message)",
+                  op, rank, first_failure()));
 }
 
 void CommHealth::fail(int rc, const char* fn, int rank) {

@@ -129,8 +129,7 @@ std::unique_ptr<ComputationModel> adopt() {
   if (finalized) return nullptr;
   int provided = MPI_THREAD_SINGLE;
   MPI_Query_thread(&provided);
-  return std::make_unique<MPIModel>(InitOptions{}.timeout, /*owns_mpi=*/false, provided,
-                                          settings_from(InitOptions{}));
+  return std::make_unique<MPIModel>(InitOptions{}.timeout, /*owns_mpi=*/false, provided, settings_from(InitOptions{}));
 }
 
 }  // namespace idist::mpi_backend

@@ -31,8 +31,7 @@ std::byte* at(void* base, std::size_t elements, std::size_t esize) {
 
 }  // namespace
 
-MPIModel::MPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_level,
-                               const MpiSettings& settings)
+MPIModel::MPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_level, const MpiSettings& settings)
     : ComputationModel(timeout), owns_mpi_(owns_mpi), thread_level_(thread_level), max_count_(settings.max_count) {
   serialize_mpi_calls = thread_level < MPI_THREAD_MULTIPLE;
   int comm_rank = 0;
@@ -87,8 +86,9 @@ void MPIModel::finalize() {
     // Collectives nobody waited for complete if the peers posted them too; those that do not by
     // the timeout are abandoned, which breaks the backend.
     if (const std::size_t left = progress_->drain(std::chrono::steady_clock::now() + timeout()))
-      health_->mark(fmt::format("{} non-blocking collective(s) still pending at finalize() on rank {} after waiting {} ms",
-                                left, rank(), timeout().count()));
+      health_->mark(
+          fmt::format("{} non-blocking collective(s) still pending at finalize() on rank {} after waiting {} ms", left,
+                      rank(), timeout().count()));
     progress_.reset();
   }
   watchdog_.reset();  // no blocking call can be in flight while finalize() runs
@@ -179,7 +179,7 @@ Work MPIModel::make_work(MPI_Request request, const char* mpi_fn, std::string_vi
 }
 
 Work MPIModel::make_work(std::vector<MPI_Request> requests, std::vector<int> ints, const char* mpi_fn,
-                               std::string_view op) {
+                         std::string_view op) {
   if (progress_) return Work(progress_->track(std::move(requests), std::move(ints), mpi_fn), op, rank(), timeout());
   return Work(std::make_shared<MpiWork>(std::move(requests), std::move(ints), mpi_fn, rank(), health_), op, rank(),
               timeout());
@@ -251,7 +251,7 @@ Work MPIModel::do_all_gather(ConstBuffer in, Buffer out, const Group& group) {
 }
 
 Work MPIModel::do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, int me,
-                                     const Group& group) {
+                               const Group& group) {
   const MPI_Comm comm = healthy_comm(group, "all_gather");
   const std::size_t n = counts.size();
   const std::size_t total = out.count;  // sum(counts), checked by the front door
@@ -277,8 +277,8 @@ Work MPIModel::do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std::
   return make_work(std::vector<MPI_Request>{request}, std::move(ints), "MPI_Iallgatherv", "all_gather");
 }
 
-Work MPIModel::all_gather_by_broadcasts(ConstBuffer in, Buffer out, std::span<const std::size_t> counts,
-                                              int group_rank, MPI_Comm comm, std::string_view op) {
+Work MPIModel::all_gather_by_broadcasts(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, int group_rank,
+                                        MPI_Comm comm, std::string_view op) {
   const std::size_t esize = dtype_size(in.dtype);
   const MPI_Datatype type = types_.datatype(in.dtype);
   std::vector<std::size_t> displs(counts.size());
@@ -350,9 +350,8 @@ void MPIModel::do_all_gather_blocking(ConstBuffer in, Buffer out, const Group& g
   if (watchdog_ && in.count <= max_count_) {
     const MPI_Comm comm = healthy_comm(group, "all_gather");
     const MPI_Datatype type = types_.datatype(in.dtype);
-    if (run_watched("all_gather", group, "MPI_Allgather", [&] {
-          return MPI_Allgather(in.data, int(in.count), type, out.data, int(in.count), type, comm);
-        }))
+    if (run_watched("all_gather", group, "MPI_Allgather",
+                    [&] { return MPI_Allgather(in.data, int(in.count), type, out.data, int(in.count), type, comm); }))
       return;
   }
   ComputationModel::do_all_gather_blocking(in, out, group);

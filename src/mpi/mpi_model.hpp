@@ -9,12 +9,12 @@
 #include <chrono>
 #include <climits>
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
-#include <vector>
-#include <memory>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "idist/computation_model.hpp"
 #include "mpi/groups.hpp"
@@ -209,9 +209,9 @@ class MPIModel final : public ComputationModel {
   std::size_t max_count_;  // largest element count passed to one MPI call
   TypeMap types_;
   GroupCache groups_;
-  std::string world_label_;             // "world (ranks 0-N)", named by the watchdog
+  std::string world_label_;  // "world (ranks 0-N)", named by the watchdog
   std::shared_ptr<CommHealth> health_ = std::make_shared<CommHealth>();
-  std::unique_ptr<Watchdog> watchdog_;  // set when blocking collectives are on
+  std::unique_ptr<Watchdog> watchdog_;        // set when blocking collectives are on
   std::unique_ptr<ProgressThread> progress_;  // set when non-blocking collectives progress in the background
   std::size_t progress_chunk_ = 0;            // bytes per posted all-reduce chunk with progress_ (0: whole)
   std::mutex monitored_mutex_;

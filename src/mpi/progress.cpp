@@ -13,9 +13,10 @@ namespace idist::mpi_backend {
 
 bool ProgressWork::wait_until(std::chrono::steady_clock::time_point deadline) {
   if (AsyncWorkImpl::wait_until(deadline)) return true;
-  health_->mark(fmt::format("{} on rank {} timed out (a peer never joined it, or the ranks issued different "
-                            "collectives)",
-                            fn_, rank_));
+  health_->mark(
+      fmt::format("{} on rank {} timed out (a peer never joined it, or the ranks issued different "
+                  "collectives)",
+                  fn_, rank_));
   return false;
 }
 

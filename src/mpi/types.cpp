@@ -55,8 +55,8 @@ void TypeMap::create(int rank) {
   b[std::size_t(ReduceOp::And)] = MPI_LAND;
   b[std::size_t(ReduceOp::Or)] = MPI_LOR;
 
-  for (DType t : {DType::UInt8, DType::Int8, DType::Int16, DType::Int32, DType::Int64, DType::Float32,
-                  DType::Float64}) {
+  for (DType t :
+       {DType::UInt8, DType::Int8, DType::Int16, DType::Int32, DType::Int64, DType::Float32, DType::Float64}) {
     auto& row = ops_[std::size_t(t)];
     row[std::size_t(ReduceOp::Sum)] = MPI_SUM;
     row[std::size_t(ReduceOp::Product)] = MPI_PROD;

@@ -56,9 +56,10 @@ bool MpiWork::wait_until(Clock::time_point deadline) {
       std::this_thread::yield();
     }
     if (Clock::now() >= deadline) {
-      health_->mark(fmt::format("{} on rank {} timed out (a peer never joined it, or the ranks issued different "
-                                "collectives)",
-                                fn_, rank_));
+      health_->mark(
+          fmt::format("{} on rank {} timed out (a peer never joined it, or the ranks issued different "
+                      "collectives)",
+                      fn_, rank_));
       return false;
     }
   }

@@ -98,8 +98,7 @@ std::shared_ptr<Communicator> Communicator::split(Communicator& parent, bool mem
   ncclComm_t comm = nullptr;
   const std::string what = "splitting the " + info.name + " communicator from " + parent.info().name;
   // config nullptr: the new communicator inherits the parent's (non-blocking) configuration.
-  const ncclResult_t res =
-      ncclCommSplit(parent.handle(), member ? 0 : NCCL_SPLIT_NOCOLOR, key, &comm, nullptr);
+  const ncclResult_t res = ncclCommSplit(parent.handle(), member ? 0 : NCCL_SPLIT_NOCOLOR, key, &comm, nullptr);
   if (res != ncclSuccess && res != ncclInProgress)
     throw BackendError(
         fmt::format("nccl: {} on rank {} failed: {}", what, info.world_rank, nccl_error_text(res, parent.handle())));
@@ -137,7 +136,8 @@ void Communicator::wait_ready(ncclComm_t other, std::string_view what, Clock::ti
     if (q != ncclSuccess) state = q;
     if (other && ncclCommGetAsyncError(other, &other_state) != ncclSuccess) other_state = ncclInternalError;
     if (state == ncclSuccess && other_state == ncclSuccess) return;
-    if ((state != ncclSuccess && state != ncclInProgress) || (other_state != ncclSuccess && other_state != ncclInProgress)) {
+    if ((state != ncclSuccess && state != ncclInProgress) ||
+        (other_state != ncclSuccess && other_state != ncclInProgress)) {
       const ncclResult_t bad = state != ncclSuccess && state != ncclInProgress ? state : other_state;
       auto err = std::make_exception_ptr(BackendError(
           fmt::format("nccl: {} on rank {} failed: {}", what, info_.world_rank, nccl_error_text(bad, comm_))));
@@ -167,8 +167,8 @@ std::unique_lock<std::recursive_mutex> Communicator::lock_for_issue() {
 void Communicator::settle(ncclResult_t res, std::string_view what, Clock::time_point deadline) {
   if (res == ncclSuccess) return;
   if (res != ncclInProgress)
-    throw BackendError(fmt::format("nccl: {} on rank {} (communicator {}) failed: {}", what, info_.world_rank, info_.name,
-                                   nccl_error_text(res, comm_)));
+    throw BackendError(fmt::format("nccl: {} on rank {} (communicator {}) failed: {}", what, info_.world_rank,
+                                   info_.name, nccl_error_text(res, comm_)));
   const auto start = Clock::now();
   for (int round = 0;; backoff(round)) {
     if (aborted()) {
@@ -180,9 +180,9 @@ void Communicator::settle(ncclResult_t res, std::string_view what, Clock::time_p
     if (q != ncclSuccess) state = q;
     if (state == ncclSuccess) return;
     if (state != ncclInProgress) {
-      auto err = std::make_exception_ptr(BackendError(fmt::format("nccl: {} on rank {} (communicator {}) failed: {}", what,
-                                                                  info_.world_rank, info_.name,
-                                                                  nccl_error_text(state, comm_))));
+      auto err = std::make_exception_ptr(
+          BackendError(fmt::format("nccl: {} on rank {} (communicator {}) failed: {}", what, info_.world_rank,
+                                   info_.name, nccl_error_text(state, comm_))));
       abort(err);
       std::rethrow_exception(err);
     }

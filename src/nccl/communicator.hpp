@@ -29,7 +29,7 @@ class Communicator {
 
   /// Identity of a communicator, for messages and the watchdog.
   struct Info {
-    std::string name;   ///< "world" or the group's rank list
+    std::string name;    ///< "world" or the group's rank list
     int world_rank = 0;  ///< this process's world rank
     int device = 0;      ///< CUDA device index
   };

@@ -12,9 +12,9 @@
 
 #include "core/backend_factories.hpp"
 #include "core/collective_checks.hpp"
+#include "core/host_reduce.hpp"
 #include "idist/error.hpp"
 #include "nccl/cuda_error.hpp"
-#include "core/host_reduce.hpp"
 #include "nccl/types.hpp"
 #include "nccl/unique_id.hpp"
 #include "nccl/validate.hpp"
@@ -26,7 +26,8 @@ namespace {
 UniqueIdBytes generate_unique_id() {
   ncclUniqueId id;
   const ncclResult_t res = ncclGetUniqueId(&id);
-  if (res != ncclSuccess) throw BackendError(fmt::format("nccl: ncclGetUniqueId failed: {}", nccl_error_text(res, nullptr)));
+  if (res != ncclSuccess)
+    throw BackendError(fmt::format("nccl: ncclGetUniqueId failed: {}", nccl_error_text(res, nullptr)));
   UniqueIdBytes bytes;
   std::memcpy(bytes.data(), &id, bytes.size());
   return bytes;
@@ -73,9 +74,10 @@ NCCLModel::NCCLModel(const InitOptions& opts) : ComputationModel(opts.timeout) {
   else if (ndev == 1)
     device_ = 0;  // each process was given its own GPU (e.g. SLURM --gpus-per-task=1)
   else
-    throw BackendError(fmt::format("the nccl backend uses cuda:<local rank>, but local rank {} sees only {} CUDA devices "
-                                   "({}); start at most one process per GPU on each node",
-                                   local_rank(), ndev, visible_devices_text()));
+    throw BackendError(
+        fmt::format("the nccl backend uses cuda:<local rank>, but local rank {} sees only {} CUDA devices "
+                    "({}); start at most one process per GPU on each node",
+                    local_rank(), ndev, visible_devices_text()));
   check_cuda(cudaSetDevice(device_), fmt::format("cudaSetDevice({})", device_));
   int pools = 0;
   if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device_) != cudaSuccess || pools == 0)
@@ -85,8 +87,7 @@ NCCLModel::NCCLModel(const InitOptions& opts) : ComputationModel(opts.timeout) {
 
   const UniqueIdBytes id = store_ ? exchange_unique_id(*store_, world_scope(), rank(), 0, generate_unique_id, timeout())
                                   : generate_unique_id();
-  world_ = Communicator::init_rank(id, world_size(), rank(),
-                                   Communicator::Info{"world", rank(), device_}, timeout());
+  world_ = Communicator::init_rank(id, world_size(), rank(), Communicator::Info{"world", rank(), device_}, timeout());
   const auto interval = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(timeout() / 20),
                                    std::chrono::milliseconds(5), std::chrono::milliseconds(100));
   watchdog_ = std::make_unique<Watchdog>(device_, interval);
@@ -109,7 +110,8 @@ void NCCLModel::shutdown(bool collective) noexcept {
     if (world_) comms.push_back(world_);
     // Leaving on an error (no finalize, or an aborted communicator): peers may be dead or stuck, so rank 0's
     // store server must not wait for them to disconnect; a rank that raised exits promptly.
-    const bool failed = !collective || std::any_of(comms.begin(), comms.end(), [](const auto& c) { return c->aborted(); });
+    const bool failed =
+        !collective || std::any_of(comms.begin(), comms.end(), [](const auto& c) { return c->aborted(); });
     if (failed && store_) store_->leave_without_waiting();
     for (const auto& comm : comms) {
       if (collective)
@@ -148,9 +150,9 @@ std::shared_ptr<Communicator> NCCLModel::create_group_comm(const std::vector<int
   if (use_split_) return Communicator::split(*world_, member, rank(), std::move(info), timeout());
   if (!member) return nullptr;
   const int position = int(std::find(ranks.begin(), ranks.end(), rank()) - ranks.begin());
-  const UniqueIdBytes id = store_ ? exchange_unique_id(*store_, group_scope(ranks), rank(), ranks.front(),
-                                                       generate_unique_id, timeout())
-                                  : generate_unique_id();
+  const UniqueIdBytes id =
+      store_ ? exchange_unique_id(*store_, group_scope(ranks), rank(), ranks.front(), generate_unique_id, timeout())
+             : generate_unique_id();
   return Communicator::init_rank(id, int(ranks.size()), position, std::move(info), timeout());
 }
 
@@ -172,9 +174,10 @@ Device NCCLModel::placement(std::string_view op, std::string_view arg, const voi
   switch (attr.type) {
     case cudaMemoryTypeDevice:
       if (attr.device != device_)
-        throw ValueError(fmt::format("{}: {} is memory of cuda:{} but this rank's device is cuda:{}; the nccl backend "
-                                     "communicates memory of the rank's own device (idist::device())",
-                                     op, arg, attr.device, device_));
+        throw ValueError(
+            fmt::format("{}: {} is memory of cuda:{} but this rank's device is cuda:{}; the nccl backend "
+                        "communicates memory of the rank's own device (idist::device())",
+                        op, arg, attr.device, device_));
       return dev;
     case cudaMemoryTypeManaged: return dev;
     default: return Device{};  // pageable or page-locked host memory: staged through the device
@@ -257,7 +260,8 @@ Work NCCLModel::do_barrier(const Group& group) {
   std::shared_ptr<Communicator> comm = comm_for(group, "barrier");
   // A one-element all-reduce on this rank's device: completes once every rank has contributed.
   Op o("barrier", comm, op_context());
-  o.nccl(ncclAllReduce(comm->barrier_scratch(), comm->barrier_scratch(), 1, ncclFloat32, ncclSum, o.handle(), o.stream()));
+  o.nccl(
+      ncclAllReduce(comm->barrier_scratch(), comm->barrier_scratch(), 1, ncclFloat32, ncclSum, o.handle(), o.stream()));
   return o.finish();
 }
 

@@ -74,7 +74,7 @@ class NCCLModel final : public ComputationModel {
   std::shared_ptr<BlockPool> device_pool_;  // only where the device has no memory pools
   std::shared_ptr<Communicator> world_;
   core::GroupCache<std::shared_ptr<Communicator>> groups_;  // null: this rank is not a member
-  std::unique_ptr<Watchdog> watchdog_;  // last: stopped first
+  std::unique_ptr<Watchdog> watchdog_;                      // last: stopped first
 };
 
 }  // namespace idist::nccl_backend

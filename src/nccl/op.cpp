@@ -114,7 +114,8 @@ Work Op::finish() {
   for (const HostOut& h : host_outputs_) {
     std::shared_ptr<void> block = pinned(h.bytes);
     copy(block.get(), h.device, h.bytes, cudaMemcpyDeviceToHost);
-    state_->on_complete.push_back([user = h.user, from = block.get(), bytes = h.bytes] { std::memcpy(user, from, bytes); });
+    state_->on_complete.push_back(
+        [user = h.user, from = block.get(), bytes = h.bytes] { std::memcpy(user, from, bytes); });
   }
   stream_scratch_.clear();  // cudaFreeAsync: after the work enqueued above
   check_cuda(cudaEventCreateWithFlags(&state_->end, cudaEventDisableTiming), "cudaEventCreateWithFlags");

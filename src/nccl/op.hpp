@@ -14,16 +14,16 @@
 #include "idist/work.hpp"
 #include "nccl/communicator.hpp"
 #include "nccl/device_guard.hpp"
-#include "nccl/work.hpp"
 #include "nccl/staging.hpp"
 #include "nccl/watchdog.hpp"
+#include "nccl/work.hpp"
 
 namespace idist::nccl_backend {
 
 /// What an Op needs from its model.
 struct OpContext {
-  std::shared_ptr<BlockPool> pinned;        ///< page-locked host blocks
-  std::shared_ptr<BlockPool> device_pool;   ///< device blocks; null: stream-ordered cudaMallocAsync
+  std::shared_ptr<BlockPool> pinned;       ///< page-locked host blocks
+  std::shared_ptr<BlockPool> device_pool;  ///< device blocks; null: stream-ordered cudaMallocAsync
   Watchdog* watchdog = nullptr;
   std::chrono::milliseconds timeout{0};
 };

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "idist/context.hpp"
-#include "store/store.hpp"
 #include "nccl/unique_id.hpp"
+#include "store/store.hpp"
 
 namespace idist::nccl_backend {
 

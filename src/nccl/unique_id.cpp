@@ -37,14 +37,16 @@ UniqueIdBytes exchange_unique_id(KeyValueStore& store, std::string_view scope, i
   try {
     value = store.wait_get(key, timeout);
   } catch (const TimeoutError& e) {
-    throw TimeoutError(fmt::format("nccl: rank {} waited {} ms for the unique id of the {} communicator (key '{}') from "
-                                   "rank {}, which never set it: {}",
-                                   my_rank, timeout.count(), scope, key, root_rank, e.what()));
+    throw TimeoutError(
+        fmt::format("nccl: rank {} waited {} ms for the unique id of the {} communicator (key '{}') from "
+                    "rank {}, which never set it: {}",
+                    my_rank, timeout.count(), scope, key, root_rank, e.what()));
   }
   if (value.size() != kUniqueIdBytes)
-    throw BackendError(fmt::format("nccl: key '{}' holds {} bytes, expected an ncclUniqueId of {} (is another job using "
-                                   "the same rendezvous address?)",
-                                   key, value.size(), kUniqueIdBytes));
+    throw BackendError(
+        fmt::format("nccl: key '{}' holds {} bytes, expected an ncclUniqueId of {} (is another job using "
+                    "the same rendezvous address?)",
+                    key, value.size(), kUniqueIdBytes));
   UniqueIdBytes id;
   std::memcpy(id.data(), value.data(), kUniqueIdBytes);
   return id;

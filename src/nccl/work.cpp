@@ -60,7 +60,8 @@ bool NcclWork::wait_until(std::chrono::steady_clock::time_point deadline) {
     // Device work the caller enqueues next on its stream runs after the collective.
     DeviceGuard guard(comm.info().device);
     auto caller = static_cast<cudaStream_t>(caller_stream(comm.info().device));
-    check_cuda(cudaStreamWaitEvent(caller, state_->end, 0), "cudaStreamWaitEvent (caller's stream on " + state_->name + ")");
+    check_cuda(cudaStreamWaitEvent(caller, state_->end, 0),
+               "cudaStreamWaitEvent (caller's stream on " + state_->name + ")");
   }
   state_->complete();
   return true;

@@ -20,13 +20,13 @@ namespace idist::nccl_backend {
 struct OpState {
   using Clock = std::chrono::steady_clock;
 
-  std::string name;                       ///< "all_reduce", ...
-  std::shared_ptr<Communicator> comm;     ///< keeps the communicator and its stream alive
-  cudaEvent_t end = nullptr;              ///< recorded on the communication stream after the op
-  Clock::time_point start;                ///< when it was issued
-  Clock::time_point deadline;             ///< start + the initialize() timeout; the watchdog aborts past it
-  std::vector<std::shared_ptr<void>> keep_alive;    ///< pinned blocks, device scratch
-  std::vector<std::function<void()>> on_complete;   ///< copies from pinned blocks into host buffers
+  std::string name;                                ///< "all_reduce", ...
+  std::shared_ptr<Communicator> comm;              ///< keeps the communicator and its stream alive
+  cudaEvent_t end = nullptr;                       ///< recorded on the communication stream after the op
+  Clock::time_point start;                         ///< when it was issued
+  Clock::time_point deadline;                      ///< start + the initialize() timeout; the watchdog aborts past it
+  std::vector<std::shared_ptr<void>> keep_alive;   ///< pinned blocks, device scratch
+  std::vector<std::function<void()>> on_complete;  ///< copies from pinned blocks into host buffers
 
   OpState() = default;
   OpState(const OpState&) = delete;

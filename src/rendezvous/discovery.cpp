@@ -32,8 +32,8 @@ std::optional<std::vector<int>> read_together(const Environ& env, const std::vec
     std::string all, absent;
     for (const auto& n : names) all += fmt::format("{}'{}'", all.empty() ? "" : ", ", n);
     for (const auto& n : missing) absent += fmt::format("{}'{}'", absent.empty() ? "" : ", ", n);
-    throw ValueError(fmt::format("{} should define env variables [{}] (all or none), but [{}] are missing", what, all,
-                                 absent));
+    throw ValueError(
+        fmt::format("{} should define env variables [{}] (all or none), but [{}] are missing", what, all, absent));
   }
   std::vector<int> values;
   for (const auto& n : names) values.push_back(parse_int(n, *lookup(env, n)));
@@ -42,8 +42,7 @@ std::optional<std::vector<int>> read_together(const Environ& env, const std::vec
 
 void check_ranks(const WorldInfo& info, const std::string& rank_name, const std::string& world_name,
                  const std::string& local_name) {
-  if (info.world_size < 1)
-    throw ValueError(fmt::format("{} should be >= 1, got {}", world_name, info.world_size));
+  if (info.world_size < 1) throw ValueError(fmt::format("{} should be >= 1, got {}", world_name, info.world_size));
   if (info.rank < 0 || info.rank >= info.world_size)
     throw ValueError(fmt::format("{} should be in [0, {}) ({} = {}), got {}", rank_name, info.world_size, world_name,
                                  info.world_size, info.rank));
@@ -74,7 +73,8 @@ struct MpiLauncherVars {
 };
 
 // `values` holds the rank and size read together from `vars.rank` and `vars.size`.
-void take_mpi_launcher(WorldInfo& info, const Environ& env, const std::vector<int>& values, const MpiLauncherVars& vars) {
+void take_mpi_launcher(WorldInfo& info, const Environ& env, const std::vector<int>& values,
+                       const MpiLauncherVars& vars) {
   info.source = vars.source;
   info.rank = values[0];
   info.world_size = values[1];
@@ -146,16 +146,17 @@ WorldInfo discover(const InitOptions& opts, const Environ& env, std::optional<in
     check_ranks(info, "RANK", "WORLD_SIZE", "LOCAL_RANK");
     take_nproc(info, env, "LOCAL_WORLD_SIZE");
   } else if (auto v = read_together(env, {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, "Open MPI configuration")) {
-    take_mpi_launcher(info, env, *v, {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-                                      "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"});
+    take_mpi_launcher(info, env, *v,
+                      {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+                       "OMPI_COMM_WORLD_LOCAL_SIZE"});
   } else if (auto v = read_together(env, {"PMI_RANK", "PMI_SIZE"}, "PMI configuration")) {
     take_mpi_launcher(info, env, *v, {"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"});
   }
 
   if (opts.local_rank >= 0) {  // an explicit local rank beats every source
     if (opts.local_rank >= info.world_size)
-      throw ValueError(fmt::format("local_rank should be in [0, {}) (the world size), got {}", info.world_size,
-                                   opts.local_rank));
+      throw ValueError(
+          fmt::format("local_rank should be in [0, {}) (the world size), got {}", info.world_size, opts.local_rank));
     if (info.nproc_from_env && opts.local_rank >= info.nproc_per_node)
       throw ValueError(fmt::format("local_rank should be smaller than the {} processes per node, got {}",
                                    info.nproc_per_node, opts.local_rank));

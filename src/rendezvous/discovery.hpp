@@ -52,12 +52,12 @@ Environ current_environ();
 
 /// Where this process sits in the world, and where the world meets.
 struct WorldInfo {
-  int rank = 0;             ///< global rank in [0, world_size)
-  int world_size = 1;       ///< number of processes
-  int local_rank = 0;       ///< rank on this node (provisional when !local_rank_known)
-  int nproc_per_node = 1;   ///< processes per node (provisional when !topology_exact)
-  int node_rank = 0;        ///< index of this node (provisional when !topology_exact)
-  int nnodes = 1;           ///< number of nodes (provisional when !topology_exact)
+  int rank = 0;                           ///< global rank in [0, world_size)
+  int world_size = 1;                     ///< number of processes
+  int local_rank = 0;                     ///< rank on this node (provisional when !local_rank_known)
+  int nproc_per_node = 1;                 ///< processes per node (provisional when !topology_exact)
+  int node_rank = 0;                      ///< index of this node (provisional when !topology_exact)
+  int nnodes = 1;                         ///< number of nodes (provisional when !topology_exact)
   std::string master_addr = "127.0.0.1";  ///< where rank 0 serves the TCP store
   int master_port = 15000;                ///< port of the TCP store
   /// Which source matched: "options", "slurm", "env", "openmpi", "pmi" or "default".

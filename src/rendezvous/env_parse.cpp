@@ -33,7 +33,8 @@ std::optional<int> get_int(const Environ& env, const std::string& name) {
 
 int parse_port(const std::string& name, const std::string& value) {
   const int port = parse_int(name, value);
-  if (port < 1 || port > 65535) throw ValueError(fmt::format("{} should be a TCP port in [1, 65535], got {}", name, port));
+  if (port < 1 || port > 65535)
+    throw ValueError(fmt::format("{} should be a TCP port in [1, 65535], got {}", name, port));
   return port;
 }
 

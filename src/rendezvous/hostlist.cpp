@@ -14,7 +14,7 @@ namespace idist::rendezvous {
 
 namespace {
 constexpr std::size_t kMaxHosts = std::size_t{1} << 20;  // guards against "n[0-999999999]"
-constexpr std::size_t kMaxDigits = 9;                     // numbers fit an int
+constexpr std::size_t kMaxDigits = 9;                    // numbers fit an int
 
 [[noreturn]] void invalid(std::string_view nodelist, std::string_view why) {
   throw ValueError(fmt::format("hostlist invalid : {} ({})", nodelist, why));

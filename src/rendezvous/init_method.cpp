@@ -40,8 +40,8 @@ InitMethod parse_init_method(const std::string& init_method) {
       throw ValueError(fmt::format("init_method should be 'file:///path/to/store', got '{}'", init_method));
     return m;
   }
-  throw ValueError(fmt::format("init_method should be 'env://', 'tcp://host:port' or 'file:///path', got '{}'",
-                               init_method));
+  throw ValueError(
+      fmt::format("init_method should be 'env://', 'tcp://host:port' or 'file:///path', got '{}'", init_method));
 }
 
 }  // namespace idist::rendezvous::detail

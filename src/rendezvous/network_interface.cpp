@@ -105,18 +105,21 @@ InterfaceChoice choose_interface(const InterfaceQuery& q) {
     const std::string wanted = q.ifname->substr(0, q.ifname->find(','));
     for (const auto& i : q.interfaces)
       if (i.name == wanted) return {i.name, i.address, q.ifname_variable};
-    throw BackendError(fmt::format("cannot choose the network interface: {} names '{}', which is not an up "
-                                   "interface with an IPv4 address ({})",
-                                   q.ifname_variable, wanted, context));
+    throw BackendError(
+        fmt::format("cannot choose the network interface: {} names '{}', which is not an up "
+                    "interface with an IPv4 address ({})",
+                    q.ifname_variable, wanted, context));
   }
   if (!q.master_ip)
-    throw BackendError(fmt::format("cannot choose the network interface: MASTER_ADDR '{}' does not resolve to an "
-                                   "IPv4 address ({})",
-                                   q.master_addr, context));
+    throw BackendError(
+        fmt::format("cannot choose the network interface: MASTER_ADDR '{}' does not resolve to an "
+                    "IPv4 address ({})",
+                    q.master_addr, context));
   if (!q.route_source)
-    throw BackendError(fmt::format("cannot choose the network interface: no local address routes to MASTER_ADDR "
-                                   "'{}' ({}); set {} to the interface that reaches it",
-                                   q.master_addr, context, q.ifname_variable));
+    throw BackendError(
+        fmt::format("cannot choose the network interface: no local address routes to MASTER_ADDR "
+                    "'{}' ({}); set {} to the interface that reaches it",
+                    q.master_addr, context, q.ifname_variable));
   const std::string master =
       q.master_ip == q.master_addr ? q.master_addr : fmt::format("{} ({})", q.master_addr, *q.master_ip);
   if (!is_loopback_address(*q.route_source))
@@ -130,10 +133,11 @@ InterfaceChoice choose_interface(const InterfaceQuery& q) {
     if (!i.loopback) real.push_back(i);
   std::stable_partition(real.begin(), real.end(), [](const InterfaceAddress& i) { return !is_virtual_bridge(i.name); });
   if (real.empty())
-    throw BackendError(fmt::format("cannot choose the network interface: MASTER_ADDR '{}' is this host and the "
-                                   "world spans {} nodes, but this host has no non-loopback IPv4 interface that "
-                                   "peers on other hosts could reach ({})",
-                                   q.master_addr, q.nnodes, context));
+    throw BackendError(
+        fmt::format("cannot choose the network interface: MASTER_ADDR '{}' is this host and the "
+                    "world spans {} nodes, but this host has no non-loopback IPv4 interface that "
+                    "peers on other hosts could reach ({})",
+                    q.master_addr, q.nnodes, context));
   return {real.front().name, real.front().address,
           fmt::format("MASTER_ADDR {} is this host; first non-loopback interface for a world on {} nodes", master,
                       q.nnodes)};

@@ -39,11 +39,11 @@ struct InterfaceChoice {
 /// What the selection depends on, gathered from the system by select_interface() and given directly
 /// by unit tests.
 struct InterfaceQuery {
-  std::string master_addr;                  ///< MASTER_ADDR as given (host name or address)
-  std::optional<std::string> master_ip;     ///< its IPv4 address; nullopt when it does not resolve
-  std::optional<std::string> route_source;  ///< local address that routes to master_ip; nullopt: no route
-  int nnodes = 1;                           ///< nodes in the world (loopback is only right for one)
-  std::optional<std::string> ifname;        ///< GLOO_SOCKET_IFNAME (or the backend's equivalent), if set
+  std::string master_addr;                             ///< MASTER_ADDR as given (host name or address)
+  std::optional<std::string> master_ip;                ///< its IPv4 address; nullopt when it does not resolve
+  std::optional<std::string> route_source;             ///< local address that routes to master_ip; nullopt: no route
+  int nnodes = 1;                                      ///< nodes in the world (loopback is only right for one)
+  std::optional<std::string> ifname;                   ///< GLOO_SOCKET_IFNAME (or the backend's equivalent), if set
   std::string ifname_variable = "GLOO_SOCKET_IFNAME";  ///< its name, for messages
   std::vector<InterfaceAddress> interfaces;            ///< every up interface with an IPv4 address
 };

@@ -30,12 +30,9 @@ std::shared_ptr<store::Store> open_tcp_store(const std::string& host, int port, 
 std::shared_ptr<store::Store> open_store(const InitOptions& opts, const WorldInfo& info) {
   const auto method = detail::parse_init_method(opts.init_method);
   switch (method.kind) {
-    case detail::InitMethod::Kind::Env:
-      return open_tcp_store(info.master_addr, info.master_port, opts, info);
-    case detail::InitMethod::Kind::Tcp:
-      return open_tcp_store(method.host, method.port, opts, info);
-    case detail::InitMethod::Kind::File:
-      return std::make_shared<store::FileStore>(method.path, opts.timeout);
+    case detail::InitMethod::Kind::Env: return open_tcp_store(info.master_addr, info.master_port, opts, info);
+    case detail::InitMethod::Kind::Tcp: return open_tcp_store(method.host, method.port, opts, info);
+    case detail::InitMethod::Kind::File: return std::make_shared<store::FileStore>(method.path, opts.timeout);
   }
   throw ValueError("open_store: unknown init_method kind");
 }

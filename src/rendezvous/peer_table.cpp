@@ -35,13 +35,13 @@ PeerTable decode_peer_table(const std::string& text, int world_size) {
 PeerTable exchange_peers(store::Store& store, int rank, int world_size, const PeerEntry& mine,
                          std::chrono::milliseconds timeout) {
   if (world_size == 1) return {mine};
-  const std::string table = gather_and_publish(
-      store, kPrefix, rank, world_size, mine.host + " " + mine.address, "their address", timeout,
-      [](const std::vector<std::string>& values) {
-        PeerTable all;
-        for (const std::string& v : values) all.push_back(decode_peer_table(v, 1).front());
-        return encode_peer_table(all);
-      });
+  const std::string table = gather_and_publish(store, kPrefix, rank, world_size, mine.host + " " + mine.address,
+                                               "their address", timeout, [](const std::vector<std::string>& values) {
+                                                 PeerTable all;
+                                                 for (const std::string& v : values)
+                                                   all.push_back(decode_peer_table(v, 1).front());
+                                                 return encode_peer_table(all);
+                                               });
   return decode_peer_table(table, world_size);
 }
 
@@ -54,11 +54,12 @@ std::optional<std::string> unreachable_addresses(const PeerTable& table, const s
     if (is_loopback_address(table[r].address)) bad.push_back(describe_rank(table, int(r)));
   if (bad.empty()) return std::nullopt;
   std::vector<std::string> hosts;
-  for (const auto& [host, ranks] : ranks_of_host) hosts.push_back(fmt::format("{} (ranks {})", host, fmt::join(ranks, ", ")));
-  return fmt::format("the world spans {} hosts ({}), but {} listen{} on a loopback address that peers on other "
-                     "hosts cannot reach; unset {} or set it to an interface that reaches the other hosts",
-                     hosts.size(), fmt::join(hosts, "; "), fmt::join(bad, ", "), bad.size() == 1 ? "s" : "",
-                     ifname_variable);
+  for (const auto& [host, ranks] : ranks_of_host)
+    hosts.push_back(fmt::format("{} (ranks {})", host, fmt::join(ranks, ", ")));
+  return fmt::format(
+      "the world spans {} hosts ({}), but {} listen{} on a loopback address that peers on other "
+      "hosts cannot reach; unset {} or set it to an interface that reaches the other hosts",
+      hosts.size(), fmt::join(hosts, "; "), fmt::join(bad, ", "), bad.size() == 1 ? "s" : "", ifname_variable);
 }
 
 std::string describe_rank(const PeerTable& table, int rank) {

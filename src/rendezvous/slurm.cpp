@@ -15,8 +15,8 @@ namespace {
 using detail::lookup;
 using detail::parse_int;
 
-constexpr std::array<const char*, 6> kSlurmVars = {"SLURM_JOB_ID",       "SLURM_PROCID",       "SLURM_LOCALID",
-                                                   "SLURM_NTASKS",       "SLURM_JOB_NODELIST", "SLURM_JOB_NUM_NODES"};
+constexpr std::array<const char*, 6> kSlurmVars = {"SLURM_JOB_ID", "SLURM_PROCID",       "SLURM_LOCALID",
+                                                   "SLURM_NTASKS", "SLURM_JOB_NODELIST", "SLURM_JOB_NUM_NODES"};
 constexpr std::array<const char*, 5> kPthVars = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"};
 
 std::string describe_vars(const std::array<std::pair<const char*, std::string>, 3>& vars) {
@@ -55,7 +55,8 @@ DdpVars setup_ddp_vars_from_slurm_env(const Environ& env) {
                                           {"LOCAL_RANK", *lookup(env, "LOCAL_RANK")},
                                           {"WORLD_SIZE", *lookup(env, "WORLD_SIZE")}}});
     std::array<int, 3> pth_values{};
-    for (std::size_t i = 0; i < pairs.size(); ++i) pth_values[i] = parse_int(pairs[i].first, *lookup(env, pairs[i].first));
+    for (std::size_t i = 0; i < pairs.size(); ++i)
+      pth_values[i] = parse_int(pairs[i].first, *lookup(env, pairs[i].first));
     for (std::size_t i = 0; i < pairs.size(); ++i) {
       const int slurm = *slurm_values[i];
       const int pth = pth_values[i];
@@ -76,7 +77,8 @@ DdpVars setup_ddp_vars_from_slurm_env(const Environ& env) {
     have_master = true;
   } else if (!defined.empty()) {
     std::string found, absent;
-    for (const auto& name : defined) found += fmt::format("{}('{}', '{}')", found.empty() ? "" : ", ", name, *lookup(env, name));
+    for (const auto& name : defined)
+      found += fmt::format("{}('{}', '{}')", found.empty() ? "" : ", ", name, *lookup(env, name));
     for (const auto& name : missing) absent += fmt::format("{}'{}'", absent.empty() ? "" : ", ", name);
     vars.warnings.push_back(fmt::format(
         "We detected the following env variables: [{}],\nbut will not take them into account as the following env "

@@ -22,9 +22,10 @@ std::string gather_and_publish(store::Store& store, const std::string& prefix, i
       std::vector<int> missing;
       for (int r = 0; r < world_size && missing.size() < 16; ++r)
         if (!store.check({key_of(r)})) missing.push_back(r);
-      throw TimeoutError(fmt::format("rendezvous: ranks [{}] of {} did not publish {} within {} ms (are they "
-                                     "running?): {}",
-                                     fmt::join(missing, ", "), world_size, what, timeout.count(), e.what()));
+      throw TimeoutError(
+          fmt::format("rendezvous: ranks [{}] of {} did not publish {} within {} ms (are they "
+                      "running?): {}",
+                      fmt::join(missing, ", "), world_size, what, timeout.count(), e.what()));
     }
     std::vector<std::string> values;
     values.reserve(std::size_t(world_size));

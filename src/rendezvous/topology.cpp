@@ -55,10 +55,11 @@ Topology compute_topology(const std::vector<TopologyEntry>& entries, int nproc_e
     const auto [it, fresh] = seen.emplace(std::pair{entries[r].host, t.local_rank[r]}, r);
     const bool guessed = entries[r].local_rank < 0 || entries[it->second].local_rank < 0;
     if (!fresh && guessed) {
-      t.error = fmt::format("ranks {} and {} on host '{}' both have local rank {}: local ranks guessed from host "
-                            "names need the ranks of each host to be contiguous; set LOCAL_RANK (or the options' "
-                            "local_rank) on every rank",
-                            it->second, r, entries[r].host, t.local_rank[r]);
+      t.error = fmt::format(
+          "ranks {} and {} on host '{}' both have local rank {}: local ranks guessed from host "
+          "names need the ranks of each host to be contiguous; set LOCAL_RANK (or the options' "
+          "local_rank) on every rank",
+          it->second, r, entries[r].host, t.local_rank[r]);
       return t;
     }
   }
@@ -115,21 +116,21 @@ void exchange_topology(store::Store& store, WorldInfo& info, std::chrono::millis
   }
   const std::string mine = fmt::format("{}\n{}\n{}", info.local_rank_known ? info.local_rank : -1,
                                        info.nproc_from_env ? info.nproc_per_node : 0, this_hostname());
-  const std::string result = gather_and_publish(
-      store, kPrefix, info.rank, info.world_size, mine, "their local rank", timeout,
-      [](const std::vector<std::string>& values) {
-        std::vector<detail::TopologyEntry> entries(values.size());
-        int nproc_env = 0;
-        for (std::size_t r = 0; r < values.size(); ++r) {
-          std::istringstream in(values[r]);
-          int nproc = 0;
-          in >> entries[r].local_rank >> nproc;
-          in.ignore(1);
-          std::getline(in, entries[r].host);
-          if (r == 0) nproc_env = nproc;
-        }
-        return detail::encode_topology(detail::compute_topology(entries, nproc_env));
-      });
+  const std::string result =
+      gather_and_publish(store, kPrefix, info.rank, info.world_size, mine, "their local rank", timeout,
+                         [](const std::vector<std::string>& values) {
+                           std::vector<detail::TopologyEntry> entries(values.size());
+                           int nproc_env = 0;
+                           for (std::size_t r = 0; r < values.size(); ++r) {
+                             std::istringstream in(values[r]);
+                             int nproc = 0;
+                             in >> entries[r].local_rank >> nproc;
+                             in.ignore(1);
+                             std::getline(in, entries[r].host);
+                             if (r == 0) nproc_env = nproc;
+                           }
+                           return detail::encode_topology(detail::compute_topology(entries, nproc_env));
+                         });
   const auto t = detail::decode_topology(result, info.world_size);
   if (!t.error.empty()) throw ValueError(fmt::format("rendezvous: {}", t.error));
   info.local_rank = t.local_rank[info.rank];

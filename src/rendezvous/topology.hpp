@@ -13,7 +13,7 @@ struct TopologyEntry {
 
 /// The layout rank 0 computes and publishes.
 struct Topology {
-  std::string error;            ///< non-empty: the layout is inconsistent (every rank throws ValueError)
+  std::string error;  ///< non-empty: the layout is inconsistent (every rank throws ValueError)
   int nproc_per_node = 1;
   std::vector<int> local_rank;  ///< per rank
   std::vector<int> node_rank;   ///< per rank

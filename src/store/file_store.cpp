@@ -57,7 +57,8 @@ class FileLock {
  public:
   FileLock(const std::string& path, Clock::time_point deadline, const std::string& where) {
     fd_ = ::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw BackendError(fmt::format("FileStore {}: cannot open lock file {}: {}", where, path, errno_text()));
+    if (fd_ < 0)
+      throw BackendError(fmt::format("FileStore {}: cannot open lock file {}: {}", where, path, errno_text()));
     const auto start = Clock::now();
     while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       if (errno != EWOULDBLOCK && errno != EINTR) {
@@ -67,8 +68,8 @@ class FileLock {
       }
       if (Clock::now() >= deadline) {
         ::close(fd_);
-        throw TimeoutError(fmt::format("FileStore {}: could not take the lock {} within {:.2f} s", where, path,
-                                       seconds_since(start)));
+        throw TimeoutError(
+            fmt::format("FileStore {}: could not take the lock {} within {:.2f} s", where, path, seconds_since(start)));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
@@ -222,8 +223,8 @@ std::int64_t FileStore::add_locked(const std::string& key, std::int64_t delta) {
   if (exists(path)) current = parse_counter(key, read_file(path, describe()), describe());
   std::int64_t result = 0;
   if (__builtin_add_overflow(current, delta, &result))
-    throw ValueError(fmt::format("FileStore {}: add: counter '{}' = {} + {} overflows int64", describe(), key, current,
-                                 delta));
+    throw ValueError(
+        fmt::format("FileStore {}: add: counter '{}' = {} + {} overflows int64", describe(), key, current, delta));
   const auto text = std::to_string(result);
   write_file_atomic(path_, path, std::vector<char>(text.begin(), text.end()), describe());
   return result;

@@ -11,8 +11,8 @@ namespace {
 std::string missing_text(const std::vector<int>& missing, std::chrono::milliseconds timeout) {
   std::string ranks;
   for (int r : missing) ranks += fmt::format("{}{}", ranks.empty() ? "" : ", ", r);
-  return fmt::format("{} {} did not reach monitored_barrier within {} ms", missing.size() > 1 ? "ranks" : "rank",
-                     ranks, timeout.count());
+  return fmt::format("{} {} did not reach monitored_barrier within {} ms", missing.size() > 1 ? "ranks" : "rank", ranks,
+                     timeout.count());
 }
 
 }  // namespace
@@ -37,7 +37,8 @@ void store_monitored_barrier(Store& store, const std::string& name, const std::v
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::vector<int> missing;
   for (std::size_t i = 1; i < members.size(); ++i) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     bool arrived = false;
     if (left.count() > 0) {
       try {

@@ -51,9 +51,10 @@ TCPStore::TCPStore(std::string host, int port, bool is_server, int world_size, s
   const auto start = Clock::now();
   if (host_.empty()) throw ValueError("TCPStore: host should be a host name or address, got ''");
   if (port < 0 || port > 65535 || (port == 0 && !is_server))
-    throw ValueError(fmt::format("TCPStore: port should be in [1, 65535] (or 0 on the server for any free port), "
-                                 "got {}",
-                                 port));
+    throw ValueError(
+        fmt::format("TCPStore: port should be in [1, 65535] (or 0 on the server for any free port), "
+                    "got {}",
+                    port));
   if (timeout.count() <= 0)
     throw ValueError(fmt::format("TCPStore: timeout should be positive, got {} ms", timeout.count()));
   if (is_server) {
@@ -67,9 +68,10 @@ TCPStore::TCPStore(std::string host, int port, bool is_server, int world_size, s
   if (world_size > 0 && check({detail::kWorldSizeKey})) {  // before joining, so a stranger is not counted
     const auto served = get_string(detail::kWorldSizeKey);
     if (served != std::to_string(world_size))
-      throw ValueError(fmt::format("TCPStore {}: the store serves a world of {} processes, but this process expects "
-                                   "world_size = {} (another job rendezvousing at the same address and port?)",
-                                   describe(), served, world_size));
+      throw ValueError(
+          fmt::format("TCPStore {}: the store serves a world of {} processes, but this process expects "
+                      "world_size = {} (another job rendezvousing at the same address and port?)",
+                      describe(), served, world_size));
   }
   join(options.rank);
   if ((is_server || options.clients_wait_for_workers) && wait_for_workers && world_size > 0) {
@@ -126,9 +128,8 @@ namespace {
   std::string missing = quote_keys(info->missing);
   if (info->num_missing > info->missing.size())
     missing += fmt::format(" and {} more", info->num_missing - info->missing.size());
-  const auto joined = info->world_size > 0
-                          ? fmt::format("{} of {} workers joined", info->joined, info->world_size)
-                          : fmt::format("{} workers joined", info->joined);
+  const auto joined = info->world_size > 0 ? fmt::format("{} of {} workers joined", info->joined, info->world_size)
+                                           : fmt::format("{} workers joined", info->joined);
   throw TimeoutError(fmt::format("TCPStore {}: {} timed out after {:.2f} s; missing {} ({})", where, what,
                                  std::chrono::duration<double>(info->elapsed).count(), missing, joined));
 }
@@ -210,8 +211,8 @@ std::int64_t TCPStore::num_joined() { return add(kJoinedKey, 0); }
 
 void TCPStore::wait_for_workers(std::chrono::milliseconds timeout) {
   if (world_size_ <= 0)
-    throw ValueError(fmt::format("TCPStore {}: wait_for_workers needs world_size > 0, got {}", describe(),
-                                 world_size_));
+    throw ValueError(
+        fmt::format("TCPStore {}: wait_for_workers needs world_size > 0, got {}", describe(), world_size_));
   try {
     wait({detail::kAllJoinedKey}, timeout);
   } catch (const TimeoutError&) {

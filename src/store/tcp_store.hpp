@@ -114,7 +114,7 @@ class TCPStore final : public Store {
   int port_;
   int world_size_;
   std::chrono::milliseconds timeout_;
-  bool wait_on_close_ = true;  // false once leave_without_waiting() was called
+  bool wait_on_close_ = true;                       // false once leave_without_waiting() was called
   std::unique_ptr<detail::TCPStoreServer> server_;  // destroyed after client_ (declared first)
   std::unique_ptr<detail::TCPStoreClient> client_;
 };

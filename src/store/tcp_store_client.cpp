@@ -4,8 +4,8 @@
 #include <mutex>
 #include <thread>
 
-#include <asio.hpp>
 #include <fmt/format.h>
+#include <asio.hpp>
 
 #include "idist/error.hpp"
 
@@ -15,9 +15,7 @@ namespace {
 using asio::ip::tcp;
 using Clock = TCPStoreClient::Clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 }  // namespace
 
 struct ClientImpl {
@@ -155,8 +153,8 @@ struct ClientImpl {
     else
       asio::async_read(socket, buffers, handler);
     if (!run_until(done, deadline, [&] { drop(); })) {
-      throw TimeoutError(fmt::format("TCPStore {}: {} got no response within {:.2f} s", describe(), what,
-                                     seconds_since(start)));
+      throw TimeoutError(
+          fmt::format("TCPStore {}: {} got no response within {:.2f} s", describe(), what, seconds_since(start)));
     }
     if (ec) {
       drop();
@@ -168,8 +166,7 @@ struct ClientImpl {
   }
 };
 
-TCPStoreClient::TCPStoreClient(std::string host, int port, std::chrono::milliseconds connect_timeout,
-                               std::string token)
+TCPStoreClient::TCPStoreClient(std::string host, int port, std::chrono::milliseconds connect_timeout, std::string token)
     : impl_(std::make_unique<ClientImpl>()) {
   impl_->host = std::move(host);
   impl_->port = port;

@@ -4,7 +4,9 @@
 
 namespace idist::store::detail {
 
-bool valid_op(std::uint8_t code) { return code >= static_cast<std::uint8_t>(Op::Set) && code <= static_cast<std::uint8_t>(Op::Join); }
+bool valid_op(std::uint8_t code) {
+  return code >= static_cast<std::uint8_t>(Op::Set) && code <= static_cast<std::uint8_t>(Op::Join);
+}
 
 bool is_reserved_key(const std::string& key) { return key.starts_with(kReservedPrefix); }
 
@@ -109,7 +111,8 @@ std::optional<TimeoutInfo> decode_timeout(const std::vector<char>& payload) {
   TimeoutInfo info;
   std::uint64_t elapsed = 0;
   std::uint32_t n = 0;
-  if (!r.u64(elapsed) || !r.u32(info.joined) || !r.u32(info.world_size) || !r.u32(info.num_missing) || !r.u32(n) || n > kMaxTimeoutReplyKeys)
+  if (!r.u64(elapsed) || !r.u32(info.joined) || !r.u32(info.world_size) || !r.u32(info.num_missing) || !r.u32(n) ||
+      n > kMaxTimeoutReplyKeys)
     return std::nullopt;
   info.elapsed = std::chrono::milliseconds(elapsed);
   for (std::uint32_t i = 0; i < n; ++i) {

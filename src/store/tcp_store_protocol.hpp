@@ -128,8 +128,8 @@ struct TimeoutInfo {
   std::chrono::milliseconds elapsed{0};
   std::uint32_t joined = 0;
   std::uint32_t world_size = 0;
-  std::uint32_t num_missing = 0;       // how many keys were missing
-  std::vector<std::string> missing;    // the first of them
+  std::uint32_t num_missing = 0;     // how many keys were missing
+  std::vector<std::string> missing;  // the first of them
 };
 
 /// Parses a TIMEOUT payload; nullopt when malformed.

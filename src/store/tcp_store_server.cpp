@@ -18,12 +18,12 @@
 
 #include <sys/resource.h>
 
-#include <asio.hpp>
 #include <fmt/format.h>
+#include <asio.hpp>
 
 #include "idist/error.hpp"
-#include "store/tcp_store.hpp"
 #include "store/reject_log.hpp"
+#include "store/tcp_store.hpp"
 #include "store/tcp_store_protocol.hpp"
 
 namespace idist::store::detail {
@@ -281,10 +281,11 @@ class Session : public std::enable_shared_from_this<Session> {
       payload_.reserve(after);
     }
     payload_.resize(have + n);
-    asio::async_read(socket_, asio::buffer(payload_.data() + have, n), [self = shared_from_this()](std::error_code ec, std::size_t) {
-      if (ec) return self->close();
-      self->read_chunk();
-    });
+    asio::async_read(socket_, asio::buffer(payload_.data() + have, n),
+                     [self = shared_from_this()](std::error_code ec, std::size_t) {
+                       if (ec) return self->close();
+                       self->read_chunk();
+                     });
   }
 
   // Parses and executes one request; a request that does not parse exactly closes the connection.
@@ -296,7 +297,8 @@ class Session : public std::enable_shared_from_this<Session> {
       case Op::Set: {
         std::string key;
         std::vector<char> value;
-        if (!r.str(key, 1, kMaxKeyBytes) || !r.bytes(value, kMaxValueBytes) || !r.at_end()) return refuse("malformed set");
+        if (!r.str(key, 1, kMaxKeyBytes) || !r.bytes(value, kMaxValueBytes) || !r.at_end())
+          return refuse("malformed set");
         release_payload();
         if (is_reserved_key(key)) return send_error(reserved_message("set", key));
         server_.data[key] = std::move(value);
@@ -335,7 +337,8 @@ class Session : public std::enable_shared_from_this<Session> {
         std::vector<std::string> keys;
         if (!read_keys(r, keys) || !r.at_end()) return refuse("malformed check");
         release_payload();
-        const bool all = std::all_of(keys.begin(), keys.end(), [&](const auto& k) { return server_.data.count(k) > 0; });
+        const bool all =
+            std::all_of(keys.begin(), keys.end(), [&](const auto& k) { return server_.data.count(k) > 0; });
         Writer out;
         out.u8(all ? 1 : 0);
         return send(Status::Ok, std::move(out));
@@ -359,8 +362,8 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   static std::string reserved_message(const char* op, const std::string& key) {
-    return fmt::format("{}: key '{}' is the store's own bookkeeping (prefix '{}'), which no client may change",
-                       op, key, kReservedPrefix);
+    return fmt::format("{}: key '{}' is the store's own bookkeeping (prefix '{}'), which no client may change", op, key,
+                       kReservedPrefix);
   }
 
   void on_hello(Reader& r) {
@@ -568,7 +571,8 @@ void ServerImpl::listen(const std::string& address, int at_port) {
     listen_on(tcp::endpoint(ip, p), false);
   }
   if (ec)
-    throw BackendError(fmt::format("TCPStore server: cannot listen on port {} of {}: {}", at_port, shown, ec.message()));
+    throw BackendError(
+        fmt::format("TCPStore server: cannot listen on port {} of {}: {}", at_port, shown, ec.message()));
   port = acceptor.local_endpoint().port();
   addresses.push_back(address.empty() ? std::string("::") : address);
 }
@@ -647,7 +651,8 @@ std::uint32_t ServerImpl::joined() const {
   const auto it = data.find(kJoinedKey);
   if (it == data.end()) return 0;
   const auto v = parse_i64(it->second);
-  return v && *v > 0 ? static_cast<std::uint32_t>(std::min<std::int64_t>(*v, std::numeric_limits<std::uint32_t>::max())) : 0;
+  return v && *v > 0 ? static_cast<std::uint32_t>(std::min<std::int64_t>(*v, std::numeric_limits<std::uint32_t>::max()))
+                     : 0;
 }
 
 TCPStoreServer::TCPStoreServer(int port, int world_size, ServerConfig config)

@@ -31,10 +31,10 @@ struct ServerConfig {
 
 /// Counters of a server, for tests and measurements.
 struct ServerStats {
-  int connections = 0;                   ///< open now
-  std::size_t buffered_bytes = 0;        ///< request bytes buffered now
-  std::size_t peak_buffered_bytes = 0;   ///< the most ever buffered at once
-  std::uint64_t refused = 0;             ///< connections refused or closed for misbehaving
+  int connections = 0;                  ///< open now
+  std::size_t buffered_bytes = 0;       ///< request bytes buffered now
+  std::size_t peak_buffered_bytes = 0;  ///< the most ever buffered at once
+  std::uint64_t refused = 0;            ///< connections refused or closed for misbehaving
 };
 
 /// Serves the store at `port` (0: a free port) from its own thread.

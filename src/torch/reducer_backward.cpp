@@ -99,10 +99,11 @@ void ReducerImpl::on_grad_ready(std::size_t i) {
   }
   try {
     if (static_unused_[i])
-      throw ValueError(fmt::format("auto_model: static_graph=true, but parameter '{}' received a gradient after the "
-                                   "first iteration found it unused; the set of used parameters must not change (pass "
-                                   "static_graph=false)",
-                                   names_[i]));
+      throw ValueError(
+          fmt::format("auto_model: static_graph=true, but parameter '{}' received a gradient after the "
+                      "first iteration found it unused; the set of used parameters must not change (pass "
+                      "static_graph=false)",
+                      names_[i]));
     if (opts_.rebuild_buckets && !rebuilt_) ready_order_.push_back(i);
     ready_[i] = true;
     used_[i] = 1;
@@ -114,8 +115,8 @@ void ReducerImpl::on_grad_ready(std::size_t i) {
       if (!grad.defined()) {
         view.zero_();
       } else if (grad.is_sparse()) {
-        throw ValueError(
-            fmt::format("auto_model: parameter '{}' has a sparse gradient; idist averages dense gradients only", names_[i]));
+        throw ValueError(fmt::format(
+            "auto_model: parameter '{}' has a sparse gradient; idist averages dense gradients only", names_[i]));
       } else if (comm_hook_) {
         if (!is_slot_alias(i)) view.copy_(grad);  // undivided: the hook averages
       } else if (is_slot_alias(i)) {
@@ -178,10 +179,10 @@ void ReducerImpl::wait_bucket(Bucket& b, std::size_t index) {
   const at::Tensor out = b.future.wait();
   if (!out.defined() || out.is_same(b.flat)) return;
   if (out.numel() != b.flat.numel() || out.scalar_type() != b.flat.scalar_type())
-    throw ValueError(fmt::format("register_comm_hook: the hook returned a {} tensor of {} elements for bucket {}, "
-                                 "expected {} with {} elements (the bucket's buffer)",
-                                 c10::toString(out.scalar_type()), out.numel(), index,
-                                 c10::toString(b.flat.scalar_type()), b.flat.numel()));
+    throw ValueError(fmt::format(
+        "register_comm_hook: the hook returned a {} tensor of {} elements for bucket {}, "
+        "expected {} with {} elements (the bucket's buffer)",
+        c10::toString(out.scalar_type()), out.numel(), index, c10::toString(b.flat.scalar_type()), b.flat.numel()));
   at::NoGradGuard no_grad;
   b.flat.copy_(out.reshape({-1}));
 }
@@ -214,14 +215,15 @@ void ReducerImpl::finalize_backward() {
     in_backward_ = false;
     std::vector<std::string_view> names;
     for (std::size_t i : missing) names.push_back(names_[i]);
-    throw ValueError(fmt::format("auto_model: on rank {}, {} parameter(s) received no gradient in this backward: {}. "
-                                 "Make every parameter contribute to the loss, or pass "
-                                 "AutoModelOptions{{.find_unused_parameters = true}} when parts of the model are "
-                                 "legitimately unused in some iterations{}",
-                                 get_rank(), missing.size(), fmt::join(names, ", "),
-                                 opts_.static_graph ? " (static_graph: the used set must not change after the first "
-                                                      "iteration)."
-                                                    : "."));
+    throw ValueError(
+        fmt::format("auto_model: on rank {}, {} parameter(s) received no gradient in this backward: {}. "
+                    "Make every parameter contribute to the loss, or pass "
+                    "AutoModelOptions{{.find_unused_parameters = true}} when parts of the model are "
+                    "legitimately unused in some iterations{}",
+                    get_rank(), missing.size(), fmt::join(names, ", "),
+                    opts_.static_graph ? " (static_graph: the used set must not change after the first "
+                                         "iteration)."
+                                       : "."));
   }
   try {
     // Gradients of missing parameters that live in their slot, set aside while the slot carries

@@ -38,9 +38,9 @@ TEST(ClusterLayout, HostnamesFollowNodeRanks) {
   ASSERT_EQ(hosts.size(), std::size_t(idist::get_world_size()));
   for (std::size_t a = 0; a < hosts.size(); ++a)
     for (std::size_t b = 0; b < hosts.size(); ++b)
-      EXPECT_EQ(hosts[a] == hosts[b], nodes[a] == nodes[b]) << "ranks " << a << " and " << b << ": hosts " << hosts[a]
-                                                            << ", " << hosts[b] << "; nodes " << nodes[a] << ", "
-                                                            << nodes[b];
+      EXPECT_EQ(hosts[a] == hosts[b], nodes[a] == nodes[b])
+          << "ranks " << a << " and " << b << ": hosts " << hosts[a] << ", " << hosts[b] << "; nodes " << nodes[a]
+          << ", " << nodes[b];
   if (const char* prefix = std::getenv("IDIST_TEST_HOST_PREFIX"); prefix && *prefix)
     EXPECT_EQ(idist::hostname(), prefix + std::to_string(idist::get_node_rank() + 1));
 }

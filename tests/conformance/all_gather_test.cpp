@@ -20,8 +20,10 @@ using namespace std::chrono_literals;
 
 template <class T>
 T value_of_rank(int r) {
-  if constexpr (std::is_same_v<T, bool>) return r % 2 == 0;
-  else return from_int<T>(std::min<std::int64_t>(2 * r + 1, exact_int_limit_i64<T>()));
+  if constexpr (std::is_same_v<T, bool>)
+    return r % 2 == 0;
+  else
+    return from_int<T>(std::min<std::int64_t>(2 * r + 1, exact_int_limit_i64<T>()));
 }
 
 template <class T>
@@ -45,8 +47,10 @@ TYPED_TEST(AllGatherTyped, SameValueEverywhere) {
 // Rank r contributes r % 3 elements (rank 0 none), so some ranks are empty and lengths differ.
 template <class T>
 T element_of(int q, std::size_t i) {
-  if constexpr (std::is_same_v<T, bool>) return (q + int(i)) % 2 == 0;
-  else return from_int<T>(std::int64_t(q * 3 + int(i)) % std::int64_t(std::min(exact_int_limit<T>(), 100.0)));
+  if constexpr (std::is_same_v<T, bool>)
+    return (q + int(i)) % 2 == 0;
+  else
+    return from_int<T>(std::int64_t(q * 3 + int(i)) % std::int64_t(std::min(exact_int_limit<T>(), 100.0)));
 }
 
 TYPED_TEST(AllGatherTyped, DifferentLengthsPerRank) {
@@ -101,10 +105,10 @@ TEST_F(AllGatherSpans, AsyncOutputOfTheWrongSizeIsAValueErrorOnEveryRank) {
   SpanBuffer<float> in(std::vector<float>(4, 1.0f));
   SpanBuffer<float> small(std::vector<float>(4 * std::size_t(world()) - 1, 0.0f));
   SpanBuffer<float> large(std::vector<float>(4 * std::size_t(world()) + 4, 0.0f));
-  expect_value_error_on_every_rank(
-      [&] { idist::all_gather_async(std::span<const float>(in.span()), small.span()); }, "all_gather");
-  expect_value_error_on_every_rank(
-      [&] { idist::all_gather_async(std::span<const float>(in.span()), large.span()); }, "all_gather");
+  expect_value_error_on_every_rank([&] { idist::all_gather_async(std::span<const float>(in.span()), small.span()); },
+                                   "all_gather");
+  expect_value_error_on_every_rank([&] { idist::all_gather_async(std::span<const float>(in.span()), large.span()); },
+                                   "all_gather");
 }
 
 TEST_F(AllGatherStrings, AbcOnRankZeroTestTestElsewhere) {
@@ -130,8 +134,8 @@ TEST_F(AllGatherStrings, NinetyThousandCharacters) {
 std::string non_ascii_of_rank(int q) {
   static const std::string samples[] = {
       "Привет, мир",                            // Cyrillic
-      "你好，世界 — 分布式训练",                 // CJK and an em dash
-      "🚀🔥 emoji 👩‍💻",                         // 4-byte sequences and a ZWJ sequence
+      "你好，世界 — 分布式训练",                // CJK and an em dash
+      "🚀🔥 emoji 👩‍💻",             // 4-byte sequences and a ZWJ sequence
       std::string("nul\0inside\0", 11),         // embedded NUL bytes
       "Ελληνικά · العربية · עברית",             // Greek, right-to-left scripts
       std::string("\xff\xfe binary \x80", 11),  // not UTF-8 at all: bytes pass through unchanged

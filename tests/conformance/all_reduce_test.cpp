@@ -19,7 +19,8 @@ class AllReduceAsync : public Conformance {};
 using idist::ReduceOp;
 using namespace std::chrono_literals;
 
-const ReduceOp kAllOps[] = {ReduceOp::Sum, ReduceOp::Product, ReduceOp::Min, ReduceOp::Max, ReduceOp::And, ReduceOp::Or};
+const ReduceOp kAllOps[] = {ReduceOp::Sum, ReduceOp::Product, ReduceOp::Min,
+                            ReduceOp::Max, ReduceOp::And,     ReduceOp::Or};
 
 // Inputs derived from ignite's 2 * rank + 1, clipped so that the exact result fits the type:
 // a rank whose term would overflow contributes the op's neutral element instead.
@@ -88,11 +89,13 @@ TYPED_TEST(AllReduceNumeric, IgnitesTwoRankPlusOneUnderEachOp) {
 TYPED_TEST(AllReduceNumeric, OpNamesAsIgniteStrings) {
   using T = TypeParam;
   const int r = rank();
-  EXPECT_EQ(to_double(idist::all_reduce(from_int<T>(sum_input<T>(r)), "SUM")), expected<T>(ReduceOp::Sum, sum_input<T>));
+  EXPECT_EQ(to_double(idist::all_reduce(from_int<T>(sum_input<T>(r)), "SUM")),
+            expected<T>(ReduceOp::Sum, sum_input<T>));
   EXPECT_EQ(to_double(idist::all_reduce(from_int<T>(product_input<T>(r)), "PRODUCT")),
             expected<T>(ReduceOp::Product, product_input<T>));
   EXPECT_EQ(to_double(idist::all_reduce(from_int<T>(odd_input<T>(r)), "MIN")), 1.0);
-  EXPECT_EQ(to_double(idist::all_reduce(from_int<T>(odd_input<T>(r)), "MAX")), expected<T>(ReduceOp::Max, odd_input<T>));
+  EXPECT_EQ(to_double(idist::all_reduce(from_int<T>(odd_input<T>(r)), "MAX")),
+            expected<T>(ReduceOp::Max, odd_input<T>));
 }
 
 template <class T>
@@ -135,9 +138,10 @@ TYPED_TEST(AllReduceNumeric, SpanInPlaceElementwise) {
   idist::all_reduce(buf.span());
   const std::vector<T> out = buf.to_host();
   const double even = expected<T>(ReduceOp::Sum, sum_input<T>);
-  const auto want = [&](std::size_t i) { return from_int<T>(i % 2 == 0 ? std::int64_t(even) : std::int64_t(i % 7) + 1); };
-  EXPECT_EQ(mismatch(out, n, want), "")
-      << type_name<T>();
+  const auto want = [&](std::size_t i) {
+    return from_int<T>(i % 2 == 0 ? std::int64_t(even) : std::int64_t(i % 7) + 1);
+  };
+  EXPECT_EQ(mismatch(out, n, want), "") << type_name<T>();
 
   // Max / Min elementwise: element i's extreme is on rank i % ws.
   for (std::size_t i = 0; i < n; ++i) host[i] = from_int<T>(int(i % std::size_t(ws)) == r ? 3 : 2);
@@ -146,7 +150,8 @@ TYPED_TEST(AllReduceNumeric, SpanInPlaceElementwise) {
   EXPECT_EQ(mismatch(mx.to_host(), n, [](std::size_t) { return from_int<T>(3); }), "") << type_name<T>();
   SpanBuffer<T> mn(host);
   idist::all_reduce(mn.span(), "MIN");
-  EXPECT_EQ(mismatch(mn.to_host(), n, [ws](std::size_t) { return from_int<T>(ws == 1 ? 3 : 2); }), "") << type_name<T>();
+  EXPECT_EQ(mismatch(mn.to_host(), n, [ws](std::size_t) { return from_int<T>(ws == 1 ? 3 : 2); }), "")
+      << type_name<T>();
 }
 
 TYPED_TEST(AllReduceNumeric, EmptySpanIsANoOp) {

@@ -19,8 +19,10 @@ using namespace std::chrono_literals;
 
 template <class T>
 T source_value(int src) {
-  if constexpr (std::is_same_v<T, bool>) return src % 2 == 0;
-  else return from_int<T>(std::min<std::int64_t>(10 + 3 * src, exact_int_limit_i64<T>()));
+  if constexpr (std::is_same_v<T, bool>)
+    return src % 2 == 0;
+  else
+    return from_int<T>(std::min<std::int64_t>(10 + 3 * src, exact_int_limit_i64<T>()));
 }
 
 template <class T>
@@ -32,8 +34,10 @@ TYPED_TEST(BroadcastTyped, NumberFromEverySource) {
   static_assert(std::is_same_v<decltype(idist::broadcast(T{}, 0)), T>);
   for (int src = 0; src < world(); ++src) {
     T other;
-    if constexpr (std::is_same_v<T, bool>) other = !source_value<T>(src);
-    else other = from_int<T>(0);
+    if constexpr (std::is_same_v<T, bool>)
+      other = !source_value<T>(src);
+    else
+      other = from_int<T>(0);
     const T got = idist::broadcast(rank() == src ? source_value<T>(src) : other, src);
     EXPECT_EQ(to_double(got), to_double(source_value<T>(src))) << type_name<T>() << " from " << src;
   }
@@ -57,14 +61,18 @@ TYPED_TEST(BroadcastTyped, SpanFromEverySource) {
   for (int src = 0; src < world(); ++src) {
     auto values = std::make_unique<T[]>(n);
     for (std::size_t i = 0; i < n; ++i) {
-      if constexpr (std::is_same_v<T, bool>) values[i] = rank() == src ? (i + std::size_t(src)) % 3 == 0 : false;
-      else values[i] = rank() == src ? from_int<T>(std::int64_t((i * 2 + std::size_t(src)) % 101)) : from_int<T>(0);
+      if constexpr (std::is_same_v<T, bool>)
+        values[i] = rank() == src ? (i + std::size_t(src)) % 3 == 0 : false;
+      else
+        values[i] = rank() == src ? from_int<T>(std::int64_t((i * 2 + std::size_t(src)) % 101)) : from_int<T>(0);
     }
     SpanBuffer<T> buf(std::span<const T>(values.get(), n));
     idist::broadcast(buf.span(), src);
     const auto want = [src](std::size_t i) {
-      if constexpr (std::is_same_v<T, bool>) return (i + std::size_t(src)) % 3 == 0;
-      else return from_int<T>(std::int64_t((i * 2 + std::size_t(src)) % 101));
+      if constexpr (std::is_same_v<T, bool>)
+        return (i + std::size_t(src)) % 3 == 0;
+      else
+        return from_int<T>(std::int64_t((i * 2 + std::size_t(src)) % 101));
     };
     EXPECT_EQ(mismatch(buf.to_host(), n, want), "") << type_name<T>() << " from " << src;
   }
@@ -170,14 +178,18 @@ TEST_F(BroadcastErrors, SourceOutOfRangeOnEveryRank) {
     expect_value_error_on_every_rank([&] { idist::broadcast(1.5, src); }, needle);
     expect_value_error_on_every_rank([&] { idist::broadcast(std::string("abc"), src); }, needle);
     expect_value_error_on_every_rank([&] { idist::broadcast("abc", src); }, needle);
-    expect_value_error_on_every_rank([&] {
-      std::vector<int> v = {1, 2};
-      idist::broadcast(v, src);
-    }, needle);
-    expect_value_error_on_every_rank([&] {
-      SpanBuffer<float> buf(std::vector<float>(3, 0.0f));
-      idist::broadcast_async(buf.span(), src).wait();
-    }, needle);
+    expect_value_error_on_every_rank(
+        [&] {
+          std::vector<int> v = {1, 2};
+          idist::broadcast(v, src);
+        },
+        needle);
+    expect_value_error_on_every_rank(
+        [&] {
+          SpanBuffer<float> buf(std::vector<float>(3, 0.0f));
+          idist::broadcast_async(buf.span(), src).wait();
+        },
+        needle);
     expect_value_error_on_every_rank([&] { idist::broadcast(std::optional<int>(1), src, true); }, needle);
     expect_value_error_on_every_rank([&] { idist::broadcast(std::optional<std::string>("x"), src, true); }, needle);
   }
@@ -190,8 +202,8 @@ TEST_F(BroadcastErrors, NulloptOnTheSourceInSafeModeOnEveryRank) {
     const bool me = rank() == src;
     expect_value_error_on_every_rank(
         [&] { idist::broadcast(me ? std::optional<int>() : std::optional<int>(5), src, true); }, "can not be");
-    expect_value_error_on_every_rank(
-        [&] { idist::broadcast(me ? std::optional<double>() : std::nullopt, src, true); }, "can not be");
+    expect_value_error_on_every_rank([&] { idist::broadcast(me ? std::optional<double>() : std::nullopt, src, true); },
+                                     "can not be");
     expect_value_error_on_every_rank(
         [&] { idist::broadcast(me ? std::optional<std::string>() : std::optional<std::string>("x"), src, true); },
         "can not be");

@@ -4,13 +4,13 @@
 // even when a check fails, so that one failure does not desynchronise the ranks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <limits>
 #include <memory>
 #include <span>
-#include <algorithm>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -33,11 +33,10 @@ class Conformance : public ::testing::Test {
 };
 
 /// GTEST_SKIP for cases that need several ranks (the only reason a conformance case may skip).
-#define IDIST_REQUIRE_WORLD_AT_LEAST(n)                                                              \
-  do {                                                                                               \
-    if (::idist::get_world_size() < (n))                                                             \
-      GTEST_SKIP() << "needs a world of at least " << (n) << " ranks; this one has "                 \
-                   << ::idist::get_world_size();                                                     \
+#define IDIST_REQUIRE_WORLD_AT_LEAST(n)                                                                            \
+  do {                                                                                                             \
+    if (::idist::get_world_size() < (n))                                                                           \
+      GTEST_SKIP() << "needs a world of at least " << (n) << " ranks; this one has " << ::idist::get_world_size(); \
   } while (0)
 
 /// Runs `fn`, which must throw idist::ValueError on this rank (with `needle` in its message when
@@ -73,11 +72,11 @@ void expect_value_error_on_every_rank(Fn&& fn, std::string_view needle = {}) {
 using AllElementTypes = ::testing::Types<bool, std::uint8_t, std::int8_t, std::int16_t, std::int32_t, std::int64_t,
                                          float, double, idist::Half, idist::BFloat16>;
 /// The element types that take arithmetic reductions with numeric values (all but bool).
-using NumericElementTypes = ::testing::Types<std::uint8_t, std::int8_t, std::int16_t, std::int32_t, std::int64_t,
-                                             float, double, idist::Half, idist::BFloat16>;
+using NumericElementTypes = ::testing::Types<std::uint8_t, std::int8_t, std::int16_t, std::int32_t, std::int64_t, float,
+                                             double, idist::Half, idist::BFloat16>;
 /// Types holding negative numbers.
-using SignedElementTypes =
-    ::testing::Types<std::int8_t, std::int16_t, std::int32_t, std::int64_t, float, double, idist::Half, idist::BFloat16>;
+using SignedElementTypes = ::testing::Types<std::int8_t, std::int16_t, std::int32_t, std::int64_t, float, double,
+                                            idist::Half, idist::BFloat16>;
 /// Integer types (bitwise And / Or).
 using IntegerElementTypes = ::testing::Types<std::uint8_t, std::int8_t, std::int16_t, std::int32_t, std::int64_t>;
 /// Floating types (And / Or are rejected).
@@ -89,11 +88,16 @@ inline constexpr bool is_half_like = std::is_same_v<T, idist::Half> || std::is_s
 /// Largest integer N such that every integer in [0, N] is exactly representable in T.
 template <class T>
 double exact_int_limit() {
-  if constexpr (std::is_same_v<T, bool>) return 1;
-  else if constexpr (std::is_same_v<T, idist::Half>) return 2048;
-  else if constexpr (std::is_same_v<T, idist::BFloat16>) return 256;
-  else if constexpr (std::is_floating_point_v<T>) return std::ldexp(1.0, std::numeric_limits<T>::digits);
-  else return double(std::numeric_limits<T>::max());
+  if constexpr (std::is_same_v<T, bool>)
+    return 1;
+  else if constexpr (std::is_same_v<T, idist::Half>)
+    return 2048;
+  else if constexpr (std::is_same_v<T, idist::BFloat16>)
+    return 256;
+  else if constexpr (std::is_floating_point_v<T>)
+    return std::ldexp(1.0, std::numeric_limits<T>::digits);
+  else
+    return double(std::numeric_limits<T>::max());
 }
 
 /// exact_int_limit<T>() as an int64, saturated: for int64 / uint64 the limit is 2^63 / 2^64, whose
@@ -111,15 +115,19 @@ constexpr bool is_signed_element = !std::is_same_v<T, bool> && (is_half_like<T> 
 /// The integer `v` as element type T (exact when |v| <= exact_int_limit<T>()).
 template <class T>
 T from_int(std::int64_t v) {
-  if constexpr (is_half_like<T>) return T(float(v));
-  else return static_cast<T>(v);
+  if constexpr (is_half_like<T>)
+    return T(float(v));
+  else
+    return static_cast<T>(v);
 }
 
 /// The value of `v` as a double (exact for every element type but large int64).
 template <class T>
 double to_double(T v) {
-  if constexpr (is_half_like<T>) return double(float(v));
-  else return double(v);
+  if constexpr (is_half_like<T>)
+    return double(float(v));
+  else
+    return double(v);
 }
 
 /// "" when `got` has `n` elements and got[i] == want(i) for each i; otherwise the size difference,
@@ -133,8 +141,8 @@ std::string mismatch(const Got& got, std::size_t n, Want&& want) {
   for (std::size_t i = 0; i < n; ++i)
     if (!(E(got[i]) == want(i)) && bad++ == 0) first = i;
   if (bad == 0) return {};
-  std::string s = std::to_string(bad) + " of " + std::to_string(n) + " elements differ; element " +
-                  std::to_string(first);
+  std::string s =
+      std::to_string(bad) + " of " + std::to_string(n) + " elements differ; element " + std::to_string(first);
   if constexpr (std::is_arithmetic_v<E> || is_half_like<E>)
     s += " is " + std::to_string(to_double(E(got[first]))) + ", expected " + std::to_string(to_double(want(first)));
   return s;
@@ -181,8 +189,8 @@ class SpanBuffer {
   explicit SpanBuffer(std::span<const T> values);
   /// From a vector (not std::vector<bool>, which has no contiguous storage).
   template <class U = T>
-    requires(!std::is_same_v<U, bool>)
-  explicit SpanBuffer(const std::vector<T>& values) : SpanBuffer(std::span<const T>(values)) {}
+  requires(!std::is_same_v<U, bool>) explicit SpanBuffer(const std::vector<T>& values)
+      : SpanBuffer(std::span<const T>(values)) {}
   ~SpanBuffer();
   SpanBuffer(const SpanBuffer&) = delete;
   SpanBuffer& operator=(const SpanBuffer&) = delete;

@@ -91,7 +91,8 @@ const CudaRuntime& cuda() {
 }
 
 void check(int rc, const char* what) {
-  if (rc != 0) throw std::runtime_error(std::string("conformance: ") + what + " failed with CUDA error " + std::to_string(rc));
+  if (rc != 0)
+    throw std::runtime_error(std::string("conformance: ") + what + " failed with CUDA error " + std::to_string(rc));
 }
 
 constexpr int kHostToDevice = 1, kDeviceToHost = 2;

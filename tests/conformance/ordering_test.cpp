@@ -125,7 +125,8 @@ TEST_F(OneRankFirst, DesignatedRankRunsFirstWorldForm) {
             std::this_thread::sleep_for(20ms);
             write_marker(marker2, "v" + std::to_string(first));
           }
-          return hosts[std::size_t(rank())] == hosts[std::size_t(first)] ? read_file(marker2) : "v" + std::to_string(first);
+          return hosts[std::size_t(rank())] == hosts[std::size_t(first)] ? read_file(marker2)
+                                                                         : "v" + std::to_string(first);
         },
         first);
     EXPECT_EQ(seen, "v" + std::to_string(first));

@@ -74,8 +74,9 @@ TEST(TraceTool, NamesTheRankThatNeverArrived) {
   const auto dir = write(r1, "timeout elsewhere", "idist_trace_rank1.json");
   const auto found = idist_trace::findings(idist_trace::read_dir(dir));
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0], "group world: rank 1 never reached seq 4 (last recorded: 3); rank 0: all_reduce float32[4] SUM "
-                      "seq 4 [timed_out]");
+  EXPECT_EQ(found[0],
+            "group world: rank 1 never reached seq 4 (last recorded: 3); rank 0: all_reduce float32[4] SUM "
+            "seq 4 [timed_out]");
   std::filesystem::remove_all(dir);
 }
 

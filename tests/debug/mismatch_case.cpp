@@ -24,15 +24,22 @@ bool odd_one() { return idist::get_rank() == idist::get_world_size() - 1; }
 void run_case(const std::string& name) {
   std::vector<float> f4(4, 1.0f), f8(8, 1.0f), out(4 * std::size_t(idist::get_world_size()));
   std::vector<double> d4(4, 1.0);
-  if (name == "length") odd_one() ? idist::all_reduce(f8) : idist::all_reduce(f4);
-  else if (name == "dtype") odd_one() ? idist::all_reduce(d4) : idist::all_reduce(f4);
-  else if (name == "same_bytes") odd_one() ? idist::all_reduce(d4) : idist::all_reduce(f8);
-  else if (name == "reduce_op") idist::all_reduce(f4, odd_one() ? "MAX" : "SUM");
-  else if (name == "broadcast_root") idist::broadcast(f4, odd_one() ? 1 : 0);
-  else if (name == "all_reduce_vs_broadcast") odd_one() ? idist::broadcast(f4, 0) : idist::all_reduce(f4);
+  if (name == "length")
+    odd_one() ? idist::all_reduce(f8) : idist::all_reduce(f4);
+  else if (name == "dtype")
+    odd_one() ? idist::all_reduce(d4) : idist::all_reduce(f4);
+  else if (name == "same_bytes")
+    odd_one() ? idist::all_reduce(d4) : idist::all_reduce(f8);
+  else if (name == "reduce_op")
+    idist::all_reduce(f4, odd_one() ? "MAX" : "SUM");
+  else if (name == "broadcast_root")
+    idist::broadcast(f4, odd_one() ? 1 : 0);
+  else if (name == "all_reduce_vs_broadcast")
+    odd_one() ? idist::broadcast(f4, 0) : idist::all_reduce(f4);
   else if (name == "all_gather_vs_all_reduce")
     odd_one() ? idist::all_reduce(f4) : idist::all_gather_into(std::span<const float>(f4), std::span<float>(out));
-  else throw idist::ValueError("unknown case '" + name + "'");
+  else
+    throw idist::ValueError("unknown case '" + name + "'");
 }
 
 // Runs the case on this initialized rank and reports; never throws.
@@ -54,7 +61,6 @@ void report(const std::string& name) {
   std::fflush(stdout);
 }
 
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -73,7 +79,8 @@ int main(int argc, char** argv) {
       opts.nproc_per_node = std::atoi(n);
       opts.master_port = idist::test::free_tcp_port();
       opts.timeout = timeout;
-      idist::spawn(backend, [name](int) { report(name); }, opts);
+      idist::spawn(
+          backend, [name](int) { report(name); }, opts);
       return 0;
 #endif
     }

@@ -28,9 +28,7 @@ TEST(MonitoredBarrier, EveryRankArrives) {
   for (int i = 0; i < 3; ++i) EXPECT_EQ(outcome(5000ms, i % 2 == 1), "");
 }
 
-TEST(MonitoredBarrier, RejectsNonPositiveTimeout) {
-  EXPECT_THROW(idist::monitored_barrier(0ms), idist::ValueError);
-}
+TEST(MonitoredBarrier, RejectsNonPositiveTimeout) { EXPECT_THROW(idist::monitored_barrier(0ms), idist::ValueError); }
 
 TEST(MonitoredBarrier, LateRankIsNamedOnEveryRank) {
   const int n = idist::get_world_size();

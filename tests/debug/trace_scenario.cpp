@@ -41,7 +41,6 @@ void scenario(const std::string& name, std::chrono::milliseconds timeout) {
   std::fflush(stdout);
 }
 
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,7 +55,8 @@ int main(int argc, char** argv) {
       opts.nproc_per_node = std::atoi(n);
       opts.master_port = idist::test::free_tcp_port();
       opts.timeout = timeout;
-      idist::spawn(backend, [name, timeout](int) { scenario(name, timeout); }, opts);
+      idist::spawn(
+          backend, [name, timeout](int) { scenario(name, timeout); }, opts);
       return 0;
 #endif
     }

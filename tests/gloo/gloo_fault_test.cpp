@@ -58,7 +58,7 @@ std::string attempt_all_reduce() {
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
     const char* kind = dynamic_cast<const idist::TimeoutError*>(&e)   ? "TimeoutError"
                        : dynamic_cast<const idist::BackendError*>(&e) ? "BackendError"
-                                                                        : "Error";
+                                                                      : "Error";
     return std::string(kind) + "|" + std::to_string(ms) + "|" + e.what();
   }
 }
@@ -75,19 +75,23 @@ TEST(GlooFaults, PeerKilledBeforeACollective) {
   o.kill_grace = std::chrono::seconds(20);  // survivors ignore SIGTERM to report what they saw
   const auto start = Clock::now();
   const idist::SpawnError e = expect_spawn_error([&] {
-    idist::spawn("gloo", [](int, const std::string& out) {
-      std::signal(SIGTERM, SIG_IGN);
-      idist::barrier();
-      if (idist::get_rank() == 1) raise(SIGKILL);
-      write_text(out + "/survivor" + std::to_string(idist::get_rank()), attempt_all_reduce());
-    }, dir.path(), o);
+    idist::spawn(
+        "gloo",
+        [](int, const std::string& out) {
+          std::signal(SIGTERM, SIG_IGN);
+          idist::barrier();
+          if (idist::get_rank() == 1) raise(SIGKILL);
+          write_text(out + "/survivor" + std::to_string(idist::get_rank()), attempt_all_reduce());
+        },
+        dir.path(), o);
   });
   EXPECT_EQ(e.rank(), 1) << e.what();
   EXPECT_NE(std::string(e.what()).find("rank 1"), std::string::npos) << e.what();
   EXPECT_NE(std::string(e.what()).find("signal 9"), std::string::npos) << e.what();
   for (int r : {0, 2}) {
     const std::string rec = read_text(dir.file("survivor" + std::to_string(r)));
-    EXPECT_TRUE(rec.rfind("TimeoutError|", 0) == 0 || rec.rfind("BackendError|", 0) == 0) << "rank " << r << ": " << rec;
+    EXPECT_TRUE(rec.rfind("TimeoutError|", 0) == 0 || rec.rfind("BackendError|", 0) == 0)
+        << "rank " << r << ": " << rec;
     EXPECT_GE(elapsed_ms(rec), 0) << rec;
     EXPECT_LE(elapsed_ms(rec), 4000 + 3000) << "rank " << r << " raised too late: " << rec;
     EXPECT_NE(rec.find("all_reduce on rank " + std::to_string(r)), std::string::npos) << rec;
@@ -99,11 +103,14 @@ TEST(GlooFaults, PeerKilledBeforeACollective) {
 TEST(GlooFaults, SpawnStopsTheOthersQuicklyWhenAWorkerIsKilled) {
   const auto start = Clock::now();
   const idist::SpawnError e = expect_spawn_error([&] {
-    idist::spawn("gloo", [](int) {
-      idist::barrier();
-      if (idist::get_rank() == 2) raise(SIGKILL);
-      std::this_thread::sleep_for(std::chrono::seconds(60));  // stopped by spawn long before
-    }, options(3, std::chrono::seconds(30)));
+    idist::spawn(
+        "gloo",
+        [](int) {
+          idist::barrier();
+          if (idist::get_rank() == 2) raise(SIGKILL);
+          std::this_thread::sleep_for(std::chrono::seconds(60));  // stopped by spawn long before
+        },
+        options(3, std::chrono::seconds(30)));
   });
   EXPECT_EQ(e.rank(), 2) << e.what();
   EXPECT_NE(std::string(e.what()).find("SIGKILL"), std::string::npos) << e.what();
@@ -114,14 +121,17 @@ TEST(GlooFaults, SpawnStopsTheOthersQuicklyWhenAWorkerIsKilled) {
 TEST(GlooFaults, PeerThatNeverJoinsTimesOut) {
   constexpr auto kTimeout = std::chrono::seconds(2);
   ScratchDir dir;
-  idist::spawn("gloo", [](int, const std::string& out) {
-    idist::barrier();
-    if (idist::get_rank() == 1) {
-      std::this_thread::sleep_for(std::chrono::seconds(5));  // never joins in time
-      return;
-    }
-    write_text(out + "/r0", attempt_all_reduce());
-  }, dir.path(), options(2, kTimeout));
+  idist::spawn(
+      "gloo",
+      [](int, const std::string& out) {
+        idist::barrier();
+        if (idist::get_rank() == 1) {
+          std::this_thread::sleep_for(std::chrono::seconds(5));  // never joins in time
+          return;
+        }
+        write_text(out + "/r0", attempt_all_reduce());
+      },
+      dir.path(), options(2, kTimeout));
   const std::string rec = read_text(dir.file("r0"));
   EXPECT_TRUE(rec.rfind("TimeoutError|", 0) == 0) << rec;
   EXPECT_GE(elapsed_ms(rec), 1500) << "gave up before the timeout: " << rec;
@@ -131,10 +141,13 @@ TEST(GlooFaults, PeerThatNeverJoinsTimesOut) {
 
 TEST(GlooFaults, WorkerThatThrowsIsNamedWithItsMessage) {
   const idist::SpawnError e = expect_spawn_error([] {
-    idist::spawn("gloo", [](int local_rank) {
-      if (local_rank == 1) throw std::runtime_error("boom from the second worker");
-      idist::barrier();
-    }, options(2, std::chrono::seconds(10)));
+    idist::spawn(
+        "gloo",
+        [](int local_rank) {
+          if (local_rank == 1) throw std::runtime_error("boom from the second worker");
+          idist::barrier();
+        },
+        options(2, std::chrono::seconds(10)));
   });
   const std::string what = e.what();
   EXPECT_EQ(e.rank(), 1) << what;
@@ -145,13 +158,16 @@ TEST(GlooFaults, WorkerThatThrowsIsNamedWithItsMessage) {
 
 TEST(GlooFaults, WorkerThatExitsNonZeroIsNamedWithItsStatus) {
   const idist::SpawnError e = expect_spawn_error([] {
-    idist::spawn("gloo", [](int local_rank) {
-      if (local_rank == 0) {
-        std::fflush(nullptr);
-        _exit(3);
-      }
-      idist::barrier();
-    }, options(2, std::chrono::seconds(10)));
+    idist::spawn(
+        "gloo",
+        [](int local_rank) {
+          if (local_rank == 0) {
+            std::fflush(nullptr);
+            _exit(3);
+          }
+          idist::barrier();
+        },
+        options(2, std::chrono::seconds(10)));
   });
   EXPECT_EQ(e.rank(), 0) << e.what();
   EXPECT_NE(std::string(e.what()).find("exited with status 3"), std::string::npos) << e.what();
@@ -161,7 +177,10 @@ TEST(GlooFaults, WorkerThatExitsNonZeroIsNamedWithItsStatus) {
 TEST(GlooFaults, InitializationFailureIsReported) {
   idist::SpawnOptions o = options(2, std::chrono::seconds(10));
   o.init_method = "bogus://nowhere";
-  const idist::SpawnError e = expect_spawn_error([&] { idist::spawn("gloo", [](int) {}, o); });
+  const idist::SpawnError e = expect_spawn_error([&] {
+    idist::spawn(
+        "gloo", [](int) {}, o);
+  });
   EXPECT_NE(std::string(e.what()).find("idist::ValueError"), std::string::npos) << e.what();
   EXPECT_NE(std::string(e.what()).find("bogus://nowhere"), std::string::npos) << e.what();
   EXPECT_TRUE(idist::test::no_children_left());
@@ -169,7 +188,10 @@ TEST(GlooFaults, InitializationFailureIsReported) {
 
 TEST(GlooFaults, UnknownAllReduceAlgorithmIsReported) {
   setenv("IDIST_GLOO_ALLREDUCE", "tree", 1);
-  const idist::SpawnError e = expect_spawn_error([] { idist::spawn("gloo", [](int) {}, options(2, std::chrono::seconds(10))); });
+  const idist::SpawnError e = expect_spawn_error([] {
+    idist::spawn(
+        "gloo", [](int) {}, options(2, std::chrono::seconds(10)));
+  });
   unsetenv("IDIST_GLOO_ALLREDUCE");
   EXPECT_NE(std::string(e.what()).find("IDIST_GLOO_ALLREDUCE should be 'ring' or 'bcube', but given 'tree'"),
             std::string::npos)
@@ -178,7 +200,8 @@ TEST(GlooFaults, UnknownAllReduceAlgorithmIsReported) {
 }
 
 TEST(GlooFaults, SuccessfulSpawnLeavesNoChild) {
-  idist::spawn("gloo", [](int) { idist::barrier(); }, options(3, std::chrono::seconds(20)));
+  idist::spawn(
+      "gloo", [](int) { idist::barrier(); }, options(3, std::chrono::seconds(20)));
   EXPECT_TRUE(idist::test::no_children_left());
 }
 

@@ -3,8 +3,8 @@
 // timeout and its process exits within 2 s after raising (it must not wait for the frozen peer to leave
 // the store); a RANK given to two processes is reported as such, at once, by name.
 #include <gtest/gtest.h>
-#include <signal.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 

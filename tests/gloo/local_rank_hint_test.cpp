@@ -26,8 +26,8 @@ std::vector<int> codes_of_world(bool hint) {
     if (hint) idist::set_local_rank(want);
     idist::initialize("gloo", {.timeout = std::chrono::seconds(30), .rank = i, .world_size = 2});
     const std::string who = "rank " + std::to_string(i) + ": ";
-    require(idist::get_local_rank() == want, who + "local rank " + std::to_string(idist::get_local_rank()) +
-                                                 ", expected " + std::to_string(want));
+    require(idist::get_local_rank() == want,
+            who + "local rank " + std::to_string(idist::get_local_rank()) + ", expected " + std::to_string(want));
     require(idist::get_nproc_per_node() == 2, who + "nproc_per_node " + std::to_string(idist::get_nproc_per_node()));
     require(idist::all_reduce(idist::get_local_rank()) == 1, who + "local ranks do not add up to 1");
     idist::finalize();

@@ -36,11 +36,15 @@ std::size_t parse_size(std::string_view arg, std::string_view flag) {
   std::size_t mult = 1;
   if (end && *end) {
     const std::string_view unit(end);
-    if (unit == "K" || unit == "KiB") mult = std::size_t(1) << 10;
-    else if (unit == "M" || unit == "MiB") mult = std::size_t(1) << 20;
-    else if (unit == "G" || unit == "GiB") mult = std::size_t(1) << 30;
+    if (unit == "K" || unit == "KiB")
+      mult = std::size_t(1) << 10;
+    else if (unit == "M" || unit == "MiB")
+      mult = std::size_t(1) << 20;
+    else if (unit == "G" || unit == "GiB")
+      mult = std::size_t(1) << 30;
     else {
-      std::fprintf(stderr, "%.*s: expected a size such as 8, 64K, 256M or 1G, got '%s'\n", int(flag.size()), flag.data(), s.c_str());
+      std::fprintf(stderr, "%.*s: expected a size such as 8, 64K, 256M or 1G, got '%s'\n", int(flag.size()),
+                   flag.data(), s.c_str());
       std::exit(2);
     }
   }
@@ -63,12 +67,17 @@ Options parse(int argc, char** argv) {
       if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
       std::printf("%d\n", n);
       std::exit(0);
-    } else if (a == "--min-bytes") o.min_bytes = parse_size(value(), a);
-    else if (a == "--max-bytes") o.max_bytes = parse_size(value(), a);
-    else if (a == "--warmup") o.warmup = std::atoi(std::string(value()).c_str());
-    else if (a == "--iters") o.iters = std::max(1, std::atoi(std::string(value()).c_str()));
+    } else if (a == "--min-bytes")
+      o.min_bytes = parse_size(value(), a);
+    else if (a == "--max-bytes")
+      o.max_bytes = parse_size(value(), a);
+    else if (a == "--warmup")
+      o.warmup = std::atoi(std::string(value()).c_str());
+    else if (a == "--iters")
+      o.iters = std::max(1, std::atoi(std::string(value()).c_str()));
     else {
-      std::fprintf(stderr, "usage: %s [--min-bytes N] [--max-bytes N] [--warmup N] [--iters N] | --count-devices\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--min-bytes N] [--max-bytes N] [--warmup N] [--iters N] | --count-devices\n",
+                   argv[0]);
       std::exit(a == "--help" ? 0 : 2);
     }
   }

@@ -24,10 +24,10 @@ class GpuTest : public ::testing::Test {
 };
 
 /// Fails the current test with `what` when `err` is not cudaSuccess.
-#define IDIST_CUDA_OK(expr)                                                                            \
-  do {                                                                                                 \
-    const cudaError_t idist_err_ = (expr);                                                             \
-    ASSERT_EQ(idist_err_, cudaSuccess) << #expr << ": " << cudaGetErrorString(idist_err_);             \
+#define IDIST_CUDA_OK(expr)                                                                \
+  do {                                                                                     \
+    const cudaError_t idist_err_ = (expr);                                                 \
+    ASSERT_EQ(idist_err_, cudaSuccess) << #expr << ": " << cudaGetErrorString(idist_err_); \
   } while (0)
 
 /// `n` elements of T in device memory of the current device, filled from / read back to the host.
@@ -35,7 +35,8 @@ template <class T>
 class DeviceBuffer {
  public:
   explicit DeviceBuffer(const std::vector<T>& host) : n_(host.size()) {
-    if (cudaMalloc(&ptr_, std::max<std::size_t>(1, n_ * sizeof(T))) != cudaSuccess) throw std::runtime_error("cudaMalloc");
+    if (cudaMalloc(&ptr_, std::max<std::size_t>(1, n_ * sizeof(T))) != cudaSuccess)
+      throw std::runtime_error("cudaMalloc");
     // Through a plain array: std::vector<bool> has no contiguous data().
     const std::unique_ptr<T[]> staging(new T[std::max<std::size_t>(1, n_)]);
     std::copy(host.begin(), host.end(), staging.get());

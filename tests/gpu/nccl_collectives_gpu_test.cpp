@@ -51,9 +51,9 @@ TEST_F(NcclCollectives, AllReduceEveryOpOnInt32) {
     const std::int32_t v = 2 * r + 1;
     sum += v, prod *= v, mn = std::min(mn, v), mx = std::max(mx, v), band &= v, bor |= v;
   }
-  const std::vector<std::pair<ReduceOp, std::int32_t>> cases = {
-      {ReduceOp::Sum, sum}, {ReduceOp::Product, prod}, {ReduceOp::Min, mn},
-      {ReduceOp::Max, mx},  {ReduceOp::And, band},     {ReduceOp::Or, bor}};
+  const std::vector<std::pair<ReduceOp, std::int32_t>> cases = {{ReduceOp::Sum, sum},  {ReduceOp::Product, prod},
+                                                                {ReduceOp::Min, mn},   {ReduceOp::Max, mx},
+                                                                {ReduceOp::And, band}, {ReduceOp::Or, bor}};
   for (const auto& [op, expected] : cases) {
     DeviceBuffer<std::int32_t> d(std::vector<std::int32_t>(3, mine));
     all_reduce(d.span(), op);

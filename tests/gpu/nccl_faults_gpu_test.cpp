@@ -27,7 +27,8 @@ class NcclFaults : public GpuTest {};
 // One rank: the caller's stream is busy for 8 s, so a collective ordered after it cannot finish
 // within the 3 s timeout. No peer needed to provoke the deadline.
 TEST_F(NcclFaults, ACollectivePastItsDeadlineIsAbortedAndReported) {
-  if (get_world_size() != 1) GTEST_SKIP() << "the single-rank variant; PeerThatNeverArrives covers " << get_world_size() << " ranks";
+  if (get_world_size() != 1)
+    GTEST_SKIP() << "the single-rank variant; PeerThatNeverArrives covers " << get_world_size() << " ranks";
   const auto timeout = current_model().timeout();
   DeviceBuffer<float> d(std::vector<float>(16, 1.0f));
   IDIST_CUDA_OK(cudaLaunchHostFunc(nullptr, &hold_stream_long, nullptr));

@@ -50,8 +50,8 @@ TEST_F(NcclStreams, ACollectiveWaitsForTheProvidersStream) {
   w.wait();
   // wait() made the user's stream wait for the collective: a copy enqueued there sees the result.
   std::vector<std::int32_t> out(d.size());
-  IDIST_CUDA_OK(cudaMemcpyAsync(out.data(), d.data(), out.size() * sizeof(std::int32_t), cudaMemcpyDeviceToHost,
-                                g_user_stream));
+  IDIST_CUDA_OK(
+      cudaMemcpyAsync(out.data(), d.data(), out.size() * sizeof(std::int32_t), cudaMemcpyDeviceToHost, g_user_stream));
   IDIST_CUDA_OK(cudaStreamSynchronize(g_user_stream));
   nccl_backend::set_stream_provider(nullptr);
   IDIST_CUDA_OK(cudaStreamDestroy(g_user_stream));
@@ -73,7 +73,8 @@ TEST_F(NcclStreams, IsCompletedTurnsTrueWithoutWaiting) {
 TEST_F(NcclStreams, HostResultsAreValidWhenWaitReturns) {
   // A host scalar goes host -> pinned -> device -> NCCL -> device -> pinned -> host; wait() copies
   // the last step, so the value is final exactly when it returns.
-  for (int i = 0; i < 50; ++i) ASSERT_EQ(all_reduce(i + get_rank()), i * get_world_size() + get_world_size() * (get_world_size() - 1) / 2);
+  for (int i = 0; i < 50; ++i)
+    ASSERT_EQ(all_reduce(i + get_rank()), i * get_world_size() + get_world_size() * (get_world_size() - 1) / 2);
 }
 
 }  // namespace

@@ -52,7 +52,6 @@ TEST(SpawnArguments, NodeRankInRange) {
                      "Argument node_rank should be between 0 and 0, but given -1");
 }
 
-
 TEST(SpawnArguments, MasterPortInRange) {
   expect_value_error([] { idist::spawn("gloo", noop, {.master_port = 70000}); },
                      "Argument master_port should be between 1 and 65535, but given 70000");
@@ -85,7 +84,8 @@ TEST(ParallelArguments, SerialRejectsEveryOption) {
   const std::string pre = "If backend is None, argument '";
   expect_value_error([] { idist::Parallel p(std::nullopt, {.nproc_per_node = 2}); },
                      pre + "nproc_per_node' should be also None, but given 2");
-  expect_value_error([] { idist::Parallel p(std::nullopt, {.nnodes = 1}); }, pre + "nnodes' should be also None, but given 1");
+  expect_value_error([] { idist::Parallel p(std::nullopt, {.nnodes = 1}); },
+                     pre + "nnodes' should be also None, but given 1");
   expect_value_error([] { idist::Parallel p(std::nullopt, {.node_rank = 0}); },
                      pre + "node_rank' should be also None, but given 0");
   expect_value_error([] { idist::Parallel p(std::nullopt, {.master_addr = "host"}); },
@@ -113,14 +113,18 @@ TEST(ParallelArguments, MultiNodeNeedsNodeRank) {
 
 TEST(ParallelArguments, NodeRankInRange) {
   expect_value_error(
-      [] { idist::Parallel p("gloo", {.nproc_per_node = 1, .nnodes = 2, .node_rank = 5, .master_addr = "a", .master_port = 1}); },
+      [] {
+        idist::Parallel p("gloo",
+                          {.nproc_per_node = 1, .nnodes = 2, .node_rank = 5, .master_addr = "a", .master_port = 1});
+      },
       "Argument node_rank should be between 0 and 1, but given 5");
 }
 
 TEST(ParallelArguments, MultiNodeNeedsMasterAddressAndPort) {
-  expect_value_error([] { idist::Parallel p("gloo", {.nproc_per_node = 1, .nnodes = 2, .node_rank = 0, .master_addr = "a"}); },
-                     "arguments master_addr and master_port or init_method should be specified, but given "
-                     "master_addr=a, master_port=None and init_method=None.");
+  expect_value_error(
+      [] { idist::Parallel p("gloo", {.nproc_per_node = 1, .nnodes = 2, .node_rank = 0, .master_addr = "a"}); },
+      "arguments master_addr and master_port or init_method should be specified, but given "
+      "master_addr=a, master_port=None and init_method=None.");
 }
 
 // ignite accepts several nodes when init_method is given, "env://" included (the master's address and
@@ -140,7 +144,8 @@ TEST(ParallelArguments, MpiWithNprocPerNode) {
 }
 
 TEST(ParallelArguments, ValidSpawnParametersAreKept) {
-  idist::Parallel p("gloo", {.nproc_per_node = 3, .nnodes = 2, .node_rank = 1, .master_addr = "10.0.0.1", .master_port = 3344});
+  idist::Parallel p("gloo",
+                    {.nproc_per_node = 3, .nnodes = 2, .node_rank = 1, .master_addr = "10.0.0.1", .master_port = 3344});
   ASSERT_TRUE(p.spawn_options().has_value());
   EXPECT_EQ(p.spawn_options()->nproc_per_node, 3);
   EXPECT_EQ(p.spawn_options()->nnodes, 2);
@@ -157,10 +162,12 @@ TEST(ParallelSerial, RunsFnWithLocalRankZero) {
   int seen_rank = -1;
   std::string seen_arg;
   testing::internal::CaptureStderr();
-  p.run([&](int local_rank, const std::string& s) {
-    seen_rank = local_rank;
-    seen_arg = s;
-  }, std::string("config"));
+  p.run(
+      [&](int local_rank, const std::string& s) {
+        seen_rank = local_rank;
+        seen_arg = s;
+      },
+      std::string("config"));
   p.run(training, std::string("config"));
   const std::string log = testing::internal::GetCapturedStderr();
   // ignite logs the run without a backend too: "- Run '<fn>' in 1 processes", "End of run".

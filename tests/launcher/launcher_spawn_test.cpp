@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "idist/idist.hpp"
-#include "support/scoped_env.hpp"
 #include "launcher/process_helpers.hpp"
+#include "support/scoped_env.hpp"
 
 namespace {
 
@@ -53,13 +53,14 @@ void check_worker(int local_rank, int world, int nproc) {
   require(idist::backend() == std::optional<std::string>("gloo"), who + "backend is not gloo");
   require(idist::model_name() == "gloo-dist", who + "model_name is " + idist::model_name());
   require(idist::get_world_size() == world, who + "world size " + std::to_string(idist::get_world_size()));
-  require(idist::get_local_rank() == local_rank, who + "local rank " + std::to_string(idist::get_local_rank()) +
-                                                     " but fn got " + std::to_string(local_rank));
+  require(idist::get_local_rank() == local_rank,
+          who + "local rank " + std::to_string(idist::get_local_rank()) + " but fn got " + std::to_string(local_rank));
   require(idist::get_nproc_per_node() == nproc, who + "nproc_per_node " + std::to_string(idist::get_nproc_per_node()));
   require(idist::get_nnodes() == world / nproc, who + "nnodes " + std::to_string(idist::get_nnodes()));
   require(idist::get_node_rank() == rank / nproc, who + "node rank " + std::to_string(idist::get_node_rank()));
   require(env_or("RANK", "") == std::to_string(rank), who + "RANK=" + env_or("RANK", "<unset>"));
-  require(env_or("LOCAL_RANK", "") == std::to_string(local_rank), who + "LOCAL_RANK=" + env_or("LOCAL_RANK", "<unset>"));
+  require(env_or("LOCAL_RANK", "") == std::to_string(local_rank),
+          who + "LOCAL_RANK=" + env_or("LOCAL_RANK", "<unset>"));
   require(env_or("WORLD_SIZE", "") == std::to_string(world), who + "WORLD_SIZE=" + env_or("WORLD_SIZE", "<unset>"));
   const int sum = idist::all_reduce(rank);
   require(sum == world * (world - 1) / 2, who + "all_reduce of ranks gave " + std::to_string(sum));
@@ -68,10 +69,13 @@ void check_worker(int local_rank, int world, int nproc) {
 TEST(Spawn, EveryWorkerGetsItsRankAndTheArguments) {
   ScratchDir dir;
   const std::string tag = "cfg-42";
-  idist::spawn("gloo", [](int local_rank, const std::string& out, const std::string& t, int n) {
-    check_worker(local_rank, 3, 3);
-    write_text(out + "/rank" + std::to_string(idist::get_rank()), t + ":" + std::to_string(n));
-  }, dir.path(), tag, 7, options(3));
+  idist::spawn(
+      "gloo",
+      [](int local_rank, const std::string& out, const std::string& t, int n) {
+        check_worker(local_rank, 3, 3);
+        write_text(out + "/rank" + std::to_string(idist::get_rank()), t + ":" + std::to_string(n));
+      },
+      dir.path(), tag, 7, options(3));
   for (int r = 0; r < 3; ++r) EXPECT_EQ(read_text(dir.file("rank" + std::to_string(r))), "cfg-42:7") << "rank " << r;
   EXPECT_TRUE(idist::test::no_children_left());
   EXPECT_FALSE(idist::backend().has_value()) << "the launching process must stay serial";
@@ -79,20 +83,26 @@ TEST(Spawn, EveryWorkerGetsItsRankAndTheArguments) {
 
 TEST(Spawn, DefaultsToOneWorker) {
   ScratchDir dir;
-  idist::spawn("gloo", [](int local_rank, const std::string& out) {
-    check_worker(local_rank, 1, 1);
-    write_text(out + "/ran", "yes");
-  }, dir.path(), idist::SpawnOptions{.master_port = free_tcp_port(), .timeout = kTimeout});
+  idist::spawn(
+      "gloo",
+      [](int local_rank, const std::string& out) {
+        check_worker(local_rank, 1, 1);
+        write_text(out + "/ran", "yes");
+      },
+      dir.path(), idist::SpawnOptions{.master_port = free_tcp_port(), .timeout = kTimeout});
   EXPECT_EQ(read_text(dir.file("ran")), "yes");
 }
 
 TEST(Spawn, MoveOnlyArgumentsReachEveryWorker) {
   ScratchDir dir;
   auto value = std::make_unique<int>(17);
-  idist::spawn("gloo", [](int, std::unique_ptr<int> p, const std::string& out) {
-    require(p && *p == 17, "the unique_ptr argument did not arrive");
-    write_text(out + "/rank" + std::to_string(idist::get_rank()), std::to_string(*p));
-  }, std::move(value), dir.path(), options(2));
+  idist::spawn(
+      "gloo",
+      [](int, std::unique_ptr<int> p, const std::string& out) {
+        require(p && *p == 17, "the unique_ptr argument did not arrive");
+        write_text(out + "/rank" + std::to_string(idist::get_rank()), std::to_string(*p));
+      },
+      std::move(value), dir.path(), options(2));
   EXPECT_EQ(read_text(dir.file("rank0")), "17");
   EXPECT_EQ(read_text(dir.file("rank1")), "17");
 }
@@ -143,13 +153,17 @@ TEST(Spawn, WorkersShareARandomStoreTokenOrTheUsersOne) {
 
 TEST(Spawn, FileAndTcpInitMethods) {
   ScratchDir dir;
-  for (const std::string method : {"file://" + dir.file("store"), "tcp://127.0.0.1:" + std::to_string(free_tcp_port())}) {
+  for (const std::string method :
+       {"file://" + dir.file("store"), "tcp://127.0.0.1:" + std::to_string(free_tcp_port())}) {
     idist::SpawnOptions o = options(2);
     o.init_method = method;
-    idist::spawn("gloo", [](int local_rank, const std::string& out) {
-      check_worker(local_rank, 2, 2);
-      write_text(out + "/m" + std::to_string(idist::get_rank()), "ok");
-    }, dir.path(), o);
+    idist::spawn(
+        "gloo",
+        [](int local_rank, const std::string& out) {
+          check_worker(local_rank, 2, 2);
+          write_text(out + "/m" + std::to_string(idist::get_rank()), "ok");
+        },
+        dir.path(), o);
     EXPECT_EQ(read_text(dir.file("m0")), "ok") << method;
     EXPECT_EQ(read_text(dir.file("m1")), "ok") << method;
     std::filesystem::remove(dir.file("m0"));
@@ -162,17 +176,23 @@ TEST(Spawn, MasterAddressAndPortDefaultToTheEnvironment) {
   const int port = free_tcp_port();
   ScopedEnv env;
   env.set("MASTER_ADDR", "localhost").set("MASTER_PORT", std::to_string(port));
-  idist::spawn("gloo", [port](int local_rank) {
-    check_worker(local_rank, 2, 2);
-    require(env_or("MASTER_ADDR", "") == "localhost", "MASTER_ADDR=" + env_or("MASTER_ADDR", "<unset>"));
-    require(env_or("MASTER_PORT", "") == std::to_string(port), "MASTER_PORT=" + env_or("MASTER_PORT", "<unset>"));
-  }, idist::SpawnOptions{.nproc_per_node = 2, .timeout = kTimeout});
+  idist::spawn(
+      "gloo",
+      [port](int local_rank) {
+        check_worker(local_rank, 2, 2);
+        require(env_or("MASTER_ADDR", "") == "localhost", "MASTER_ADDR=" + env_or("MASTER_ADDR", "<unset>"));
+        require(env_or("MASTER_PORT", "") == std::to_string(port), "MASTER_PORT=" + env_or("MASTER_PORT", "<unset>"));
+      },
+      idist::SpawnOptions{.nproc_per_node = 2, .timeout = kTimeout});
   // Given values win over the environment.
   const int given = free_tcp_port();
-  idist::spawn("gloo", [given](int) {
-    require(env_or("MASTER_ADDR", "") == "127.0.0.1", "MASTER_ADDR=" + env_or("MASTER_ADDR", "<unset>"));
-    require(env_or("MASTER_PORT", "") == std::to_string(given), "MASTER_PORT=" + env_or("MASTER_PORT", "<unset>"));
-  }, idist::SpawnOptions{.master_addr = "127.0.0.1", .master_port = given, .timeout = kTimeout});
+  idist::spawn(
+      "gloo",
+      [given](int) {
+        require(env_or("MASTER_ADDR", "") == "127.0.0.1", "MASTER_ADDR=" + env_or("MASTER_ADDR", "<unset>"));
+        require(env_or("MASTER_PORT", "") == std::to_string(given), "MASTER_PORT=" + env_or("MASTER_PORT", "<unset>"));
+      },
+      idist::SpawnOptions{.master_addr = "127.0.0.1", .master_port = given, .timeout = kTimeout});
   EXPECT_TRUE(idist::test::no_children_left());
 }
 
@@ -202,8 +222,8 @@ TEST(Parallel, TwoNodesWithEnvInitMethodTakeTheMasterFromTheEnvironment) {
   const auto codes = run_in_processes(2, [&](int node) {
     setenv("MASTER_ADDR", "127.0.0.1", 1);
     setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-    idist::Parallel parallel("gloo", {.nproc_per_node = 1, .nnodes = 2, .node_rank = node, .init_method = "env://",
-                                      .timeout = kTimeout});
+    idist::Parallel parallel(
+        "gloo", {.nproc_per_node = 1, .nnodes = 2, .node_rank = node, .init_method = "env://", .timeout = kTimeout});
     parallel.run([&](int local_rank) {
       check_worker(local_rank, 2, 1);
       write_text(dir.file("e" + std::to_string(idist::get_rank())), env_or("MASTER_PORT", ""));
@@ -222,9 +242,10 @@ TEST(Parallel, LogsLikeIgnitesLauncherWhenSpawning) {
     parallel.run([](int) {});
   }
   const std::string err = testing::internal::GetCapturedStderr();
-  for (const char* line : {"idist.distributed.launcher.Parallel INFO: Initialized distributed launcher with backend: 'gloo'",
-                           "INFO: - Parameters to spawn processes: \n\tnproc_per_node: 2\n\tnnodes: 1\n\tnode_rank: 0",
-                           "INFO: Spawn function '", "' in 2 processes", "INFO: End of run"})
+  for (const char* line :
+       {"idist.distributed.launcher.Parallel INFO: Initialized distributed launcher with backend: 'gloo'",
+        "INFO: - Parameters to spawn processes: \n\tnproc_per_node: 2\n\tnnodes: 1\n\tnode_rank: 0",
+        "INFO: Spawn function '", "' in 2 processes", "INFO: End of run"})
     EXPECT_NE(err.find(line), std::string::npos) << "missing '" << line << "' in:\n" << err;
 }
 
@@ -232,10 +253,12 @@ TEST(Parallel, SpawnsWithNprocPerNode) {
   ScratchDir dir;
   {
     idist::Parallel parallel("gloo", {.nproc_per_node = 2, .master_port = free_tcp_port(), .timeout = kTimeout});
-    parallel.run([](int local_rank, const std::string& out) {
-      check_worker(local_rank, 2, 2);
-      write_text(out + "/p" + std::to_string(idist::get_rank()), "ok");
-    }, dir.path());
+    parallel.run(
+        [](int local_rank, const std::string& out) {
+          check_worker(local_rank, 2, 2);
+          write_text(out + "/p" + std::to_string(idist::get_rank()), "ok");
+        },
+        dir.path());
     EXPECT_FALSE(idist::backend().has_value());
   }
   EXPECT_EQ(read_text(dir.file("p0")), "ok");
@@ -256,16 +279,19 @@ TEST(Parallel, InitializesInsideATorchrunEnvironment) {
     {
       idist::Parallel parallel("gloo", {.timeout = kTimeout});
       require(idist::backend() == std::optional<std::string>("gloo"), "Parallel did not initialize gloo");
-      parallel.run([&](int local_rank, int extra) {
-        check_worker(local_rank, 2, 2);
-        write_text(dir.file("t" + std::to_string(idist::get_rank())), std::to_string(extra));
-      }, 5);
+      parallel.run(
+          [&](int local_rank, int extra) {
+            check_worker(local_rank, 2, 2);
+            write_text(dir.file("t" + std::to_string(idist::get_rank())), std::to_string(extra));
+          },
+          5);
     }
     const std::string log = testing::internal::GetCapturedStderr();
     require(!idist::backend().has_value(), "Parallel's destructor did not finalize");
     // ignite's lines, on rank 0 only (ignite's loggers are silent on other ranks).
-    for (const char* line : {"INFO: Initialized processing group with backend: 'gloo'", "INFO: - Run '",
-                             "' in 2 processes", "INFO: End of run", "INFO: Finalized processing group with backend: 'gloo'"})
+    for (const char* line :
+         {"INFO: Initialized processing group with backend: 'gloo'", "INFO: - Run '", "' in 2 processes",
+          "INFO: End of run", "INFO: Finalized processing group with backend: 'gloo'"})
       require((log.find(line) != std::string::npos) == (i == 0),
               "rank " + std::to_string(i) + ": line '" + line + "' in log:\n" + log);
     require(env_or("RANK", "") == std::to_string(i), "RANK was not restored");
@@ -288,18 +314,22 @@ TEST(Spawn, TwoNodeEmulationFormsOneWorldOfFour) {
     o.master_addr = "127.0.0.1";
     o.master_port = port;
     o.timeout = kTimeout;
-    idist::spawn("gloo", [&](int local_rank) {
-      check_worker(local_rank, 4, 2);
-      require(idist::get_rank() == node * 2 + local_rank, "rank " + std::to_string(idist::get_rank()) + " on node " +
-                                                              std::to_string(node) + ", local rank " +
-                                                              std::to_string(local_rank));
-      const std::vector<int> nodes = idist::all_gather(idist::get_node_rank());
-      require(nodes == std::vector<int>({0, 0, 1, 1}), "node ranks gathered in rank order are wrong");
-      write_text(dir.file("n" + std::to_string(idist::get_rank())), idist::hostname());
-    }, o);
+    idist::spawn(
+        "gloo",
+        [&](int local_rank) {
+          check_worker(local_rank, 4, 2);
+          require(idist::get_rank() == node * 2 + local_rank, "rank " + std::to_string(idist::get_rank()) +
+                                                                  " on node " + std::to_string(node) + ", local rank " +
+                                                                  std::to_string(local_rank));
+          const std::vector<int> nodes = idist::all_gather(idist::get_node_rank());
+          require(nodes == std::vector<int>({0, 0, 1, 1}), "node ranks gathered in rank order are wrong");
+          write_text(dir.file("n" + std::to_string(idist::get_rank())), idist::hostname());
+        },
+        o);
   });
   EXPECT_EQ(codes, (std::vector<int>{0, 0}));
-  for (int r = 0; r < 4; ++r) EXPECT_EQ(read_text(dir.file("n" + std::to_string(r))), idist::hostname()) << "rank " << r;
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(read_text(dir.file("n" + std::to_string(r))), idist::hostname()) << "rank " << r;
   EXPECT_TRUE(idist::test::no_children_left());
 }
 
@@ -312,10 +342,13 @@ TEST(Spawn, WorkersDieWithTheLauncher) {
   const pid_t launcher = fork();
   if (launcher == 0) {
     try {
-      idist::spawn("gloo", [&](int) {
-        write_text(dir.file("pid" + std::to_string(idist::get_rank())), std::to_string(getpid()));
-        std::this_thread::sleep_for(std::chrono::seconds(120));
-      }, idist::SpawnOptions{.nproc_per_node = 2, .master_port = port, .timeout = kTimeout});
+      idist::spawn(
+          "gloo",
+          [&](int) {
+            write_text(dir.file("pid" + std::to_string(idist::get_rank())), std::to_string(getpid()));
+            std::this_thread::sleep_for(std::chrono::seconds(120));
+          },
+          idist::SpawnOptions{.nproc_per_node = 2, .master_port = port, .timeout = kTimeout});
     } catch (...) {
     }
     _exit(0);

@@ -20,7 +20,6 @@
 
 namespace idist::test {
 
-
 /// A fresh directory under /tmp, removed by the destructor.
 class ScratchDir {
  public:

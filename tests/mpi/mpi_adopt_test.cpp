@@ -124,7 +124,8 @@ TEST(MpiAdopt, SerializedLevelStillServesTwoThreads) {
 
 int main(int argc, char** argv) {
   // Before MPI_Init: idist is serial here and must keep the hint for the context adopted later.
-  if (const auto offset = hint_offset()) idist::set_local_rank(idist::test::env_int("OMPI_COMM_WORLD_LOCAL_RANK") + *offset);
+  if (const auto offset = hint_offset())
+    idist::set_local_rank(idist::test::env_int("OMPI_COMM_WORLD_LOCAL_RANK") + *offset);
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
   ::testing::InitGoogleTest(&argc, argv);

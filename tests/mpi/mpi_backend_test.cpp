@@ -103,7 +103,8 @@ void check_float16_all_reduce() {
   constexpr std::size_t kCount = 1000;
   const auto value = [](int r, std::size_t i) { return float(int(i % 7) - 3) * 0.25f + float(r); };
   const auto factor = [](int r, std::size_t i) { return float(int(i % 3) + 1) * (r % 2 ? -1.0f : 1.0f); };
-  for (idist::ReduceOp op : {idist::ReduceOp::Sum, idist::ReduceOp::Product, idist::ReduceOp::Min, idist::ReduceOp::Max}) {
+  for (idist::ReduceOp op :
+       {idist::ReduceOp::Sum, idist::ReduceOp::Product, idist::ReduceOp::Min, idist::ReduceOp::Max}) {
     SCOPED_TRACE(std::string(idist::to_string(op)));
     std::vector<T16> data(kCount);
     for (std::size_t i = 0; i < kCount; ++i)
@@ -320,7 +321,8 @@ TEST(MpiGroups, NonMemberCollectiveOnModelIsValueError) {
   const idist::Group only1{1};
   EXPECT_EQ(m.group_rank(only1), std::nullopt);
   float v = 1;
-  EXPECT_THROW(m.all_reduce(idist::Buffer{&v, 1, idist::DType::Float32}, idist::ReduceOp::Sum, only1), idist::ValueError);
+  EXPECT_THROW(m.all_reduce(idist::Buffer{&v, 1, idist::DType::Float32}, idist::ReduceOp::Sum, only1),
+               idist::ValueError);
 }
 
 TEST(MpiGroups, ConcurrentCollectivesOnTwoCommunicatorsFromTwoThreads) {
@@ -334,7 +336,8 @@ TEST(MpiGroups, ConcurrentCollectivesOnTwoCommunicatorsFromTwoThreads) {
     for (int i = 0; i < kIters; ++i) sum_a += idist::all_reduce(std::int64_t(i), idist::ReduceOp::Sum);
   });
   std::thread b([&] {
-    for (int i = 0; i < kIters; ++i) sum_b += idist::all_reduce(std::int64_t(2 * i), idist::ReduceOp::Sum, world_as_list);
+    for (int i = 0; i < kIters; ++i)
+      sum_b += idist::all_reduce(std::int64_t(2 * i), idist::ReduceOp::Sum, world_as_list);
   });
   a.join();
   b.join();

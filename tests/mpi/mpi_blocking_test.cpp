@@ -93,8 +93,10 @@ TEST(MpiBlocking, ProgressThreadSwitchAcceptsZeroOneAndAuto) {
   } catch (const idist::ValueError& e) {
     EXPECT_NE(std::string(e.what()).find("should be 0, 1 or auto, but given 'on'"), std::string::npos) << e.what();
   }
-  if (saved) setenv("IDIST_MPI_PROGRESS_THREAD", keep.c_str(), 1);
-  else unsetenv("IDIST_MPI_PROGRESS_THREAD");
+  if (saved)
+    setenv("IDIST_MPI_PROGRESS_THREAD", keep.c_str(), 1);
+  else
+    unsetenv("IDIST_MPI_PROGRESS_THREAD");
 }
 
 TEST(MpiBlocking, ProgressChunkSwitchTakesANonNegativeByteCount) {
@@ -112,8 +114,10 @@ TEST(MpiBlocking, ProgressChunkSwitchTakesANonNegativeByteCount) {
     EXPECT_NE(std::string(e.what()).find("should be a non-negative integer, but given '-1'"), std::string::npos)
         << e.what();
   }
-  if (saved) setenv("IDIST_MPI_PROGRESS_CHUNK_BYTES", keep.c_str(), 1);
-  else unsetenv("IDIST_MPI_PROGRESS_CHUNK_BYTES");
+  if (saved)
+    setenv("IDIST_MPI_PROGRESS_CHUNK_BYTES", keep.c_str(), 1);
+  else
+    unsetenv("IDIST_MPI_PROGRESS_CHUNK_BYTES");
 }
 
 TEST(MpiBlocking, OneNodeRunsNoProgressThreadByDefault) {

@@ -68,8 +68,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     std::vector<float> v(4, 1.0f);
-    if (scenario == "never_arrives") report("first", [&] { idist::all_reduce(std::span<float>(v)); });
-    else report("first", [&] { idist::all_reduce_async(std::span<float>(v)).wait(); });
+    if (scenario == "never_arrives")
+      report("first", [&] { idist::all_reduce(std::span<float>(v)); });
+    else
+      report("first", [&] { idist::all_reduce_async(std::span<float>(v)).wait(); });
   } else {
     std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
     return 2;

@@ -46,7 +46,8 @@ TEST(NcclBootstrap, ExportsTheChosenInterfaceAndRestoresIt) {
     int status = 0;
     ASSERT_EQ(::waitpid(pids[r], &status, 0), pids[r]);
     ASSERT_TRUE(WIFEXITED(status)) << "rank " << r;
-    EXPECT_EQ(WEXITSTATUS(status), 0) << "rank " << r << " (2: variable not exported, 3: no description, 4: not restored)";
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "rank " << r
+                                      << " (2: variable not exported, 3: no description, 4: not restored)";
   }
 }
 

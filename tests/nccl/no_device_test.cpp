@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "idist/idist.hpp"
-#include "support/scoped_env.hpp"
 #include "nccl/cuda_error.hpp"
+#include "support/scoped_env.hpp"
 
 namespace {
 
@@ -82,7 +82,8 @@ TEST(NcclNoDevice, CudaVisibleDevicesInTheEnvironmentIsReported) {
     idist::finalize();
     FAIL() << "initialize succeeded";
   } catch (const idist::BackendError& e) {
-    EXPECT_NE(std::string(e.what()).find("CUDA_VISIBLE_DEVICES=\"" + std::string(v) + "\""), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("CUDA_VISIBLE_DEVICES=\"" + std::string(v) + "\""), std::string::npos)
+        << e.what();
   }
 }
 

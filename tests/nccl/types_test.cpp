@@ -13,7 +13,8 @@ using Kind = ReducePlan::Kind;
 
 constexpr std::array kAllTypes = {DType::Bool,  DType::UInt8,   DType::Int8,     DType::Int16,   DType::Int32,
                                   DType::Int64, DType::Float16, DType::BFloat16, DType::Float32, DType::Float64};
-constexpr std::array kAllOps = {ReduceOp::Sum, ReduceOp::Product, ReduceOp::Min, ReduceOp::Max, ReduceOp::And, ReduceOp::Or};
+constexpr std::array kAllOps = {ReduceOp::Sum, ReduceOp::Product, ReduceOp::Min,
+                                ReduceOp::Max, ReduceOp::And,     ReduceOp::Or};
 
 TEST(NcclTypes, ElementTypesMapToNcclTypesOfTheSameWidth) {
   EXPECT_EQ(to_nccl(DType::Bool), ncclUint8);

@@ -20,8 +20,8 @@
 
 #include "idist/config.hpp"
 #include "idist/error.hpp"
-#include "nccl/unique_id.hpp"
 #include "nccl/store_key_value.hpp"
+#include "nccl/unique_id.hpp"
 #include "store/tcp_store.hpp"
 
 namespace idist::nccl_backend {
@@ -104,7 +104,10 @@ TEST(NcclUniqueId, AGroupsRootIsItsFirstRankAndItsKeyIsSeparate) {
   const std::vector<int> ranks = {1, 3};
   const std::string scope = group_scope(ranks);
   UniqueIdBytes from_root{}, at_member{};
-  std::thread member([&] { at_member = exchange_unique_id(store, scope, 3, 1, [] { return UniqueIdBytes{}; }, 5s); });
+  std::thread member([&] {
+    at_member = exchange_unique_id(
+        store, scope, 3, 1, [] { return UniqueIdBytes{}; }, 5s);
+  });
   from_root = exchange_unique_id(store, scope, 1, 1, real_unique_id, 5s);
   member.join();
   EXPECT_EQ(at_member, from_root);
@@ -140,7 +143,6 @@ TEST(NcclUniqueId, AValueOfTheWrongSizeIsABackendError) {
     EXPECT_NE(std::string(e.what()).find("5 bytes"), std::string::npos) << e.what();
   }
 }
-
 
 int free_port() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -208,7 +210,6 @@ TEST(NcclUniqueId, ProcessesExchangeTheIdThroughTheTcpStore) {
   EXPECT_FALSE(all_zero(ids[0]));
   for (int r = 1; r < kRanks; ++r) EXPECT_EQ(ids[std::size_t(r)], ids[0]) << "rank " << r;
 }
-
 
 }  // namespace
 }  // namespace idist::nccl_backend

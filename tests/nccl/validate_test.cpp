@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "idist/error.hpp"
-#include "support/error_message.hpp"
 #include "nccl/validate.hpp"
+#include "support/error_message.hpp"
 
 namespace idist::nccl_backend {
 namespace {

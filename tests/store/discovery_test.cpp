@@ -49,7 +49,7 @@ std::vector<std::string> split(const std::string& s) {
 
 Environ slurm_env(const std::string& procid, const std::string& localid, const std::string& ntasks,
                   const std::string& nnodes, const std::string& nodelist, const std::string& job_id = "12345") {
-  return {{"SLURM_PROCID", procid},     {"SLURM_LOCALID", localid},      {"SLURM_NTASKS", ntasks},
+  return {{"SLURM_PROCID", procid},        {"SLURM_LOCALID", localid},       {"SLURM_NTASKS", ntasks},
           {"SLURM_JOB_NUM_NODES", nnodes}, {"SLURM_JOB_NODELIST", nodelist}, {"SLURM_JOB_ID", job_id}};
 }
 }  // namespace
@@ -81,7 +81,10 @@ TEST(Discovery, MasterAddrAndPortFromTheEnvironment) {
 }
 
 TEST(Discovery, ExplicitOptionsWin) {
-  const Environ env = {{"RANK", "0"}, {"LOCAL_RANK", "0"}, {"WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_RANK", "5"},
+  const Environ env = {{"RANK", "0"},
+                       {"LOCAL_RANK", "0"},
+                       {"WORLD_SIZE", "8"},
+                       {"OMPI_COMM_WORLD_RANK", "5"},
                        {"OMPI_COMM_WORLD_SIZE", "8"}};
   const auto info = discover(explicit_ranks(2, 4), env);
   EXPECT_EQ(info.source, "options");
@@ -152,8 +155,9 @@ TEST(Discovery, ExplicitOptionsAreAcceptedInsideASlurmJob) {
 // ---------------------------------------------------------------- torchrun variables
 
 TEST(Discovery, TorchrunVariables) {
-  const auto info = discover({}, {{"RANK", "3"}, {"LOCAL_RANK", "1"}, {"WORLD_SIZE", "4"}, {"MASTER_ADDR", "10.0.0.1"},
-                                  {"MASTER_PORT", "29500"}});
+  const auto info = discover(
+      {},
+      {{"RANK", "3"}, {"LOCAL_RANK", "1"}, {"WORLD_SIZE", "4"}, {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "29500"}});
   EXPECT_EQ(info.source, "env");
   EXPECT_EQ(info.rank, 3);
   EXPECT_EQ(info.local_rank, 1);
@@ -170,10 +174,16 @@ TEST(Discovery, TorchrunLocalWorldSizeGivesTheTopology) {
   EXPECT_EQ(info.nproc_per_node, 4);
   EXPECT_EQ(info.nnodes, 2);
   EXPECT_EQ(info.node_rank, 1);
-  expect_value_error([] { discover({}, {{"RANK", "0"}, {"LOCAL_RANK", "2"}, {"WORLD_SIZE", "8"}, {"LOCAL_WORLD_SIZE", "2"}}); },
-                     {"LOCAL_WORLD_SIZE = 2", "local rank 2"});
-  expect_value_error([] { discover({}, {{"RANK", "0"}, {"LOCAL_RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_WORLD_SIZE", "3"}}); },
-                     {"LOCAL_WORLD_SIZE should be in [1, 2]", "got 3"});
+  expect_value_error(
+      [] {
+        discover({}, {{"RANK", "0"}, {"LOCAL_RANK", "2"}, {"WORLD_SIZE", "8"}, {"LOCAL_WORLD_SIZE", "2"}});
+      },
+      {"LOCAL_WORLD_SIZE = 2", "local rank 2"});
+  expect_value_error(
+      [] {
+        discover({}, {{"RANK", "0"}, {"LOCAL_RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_WORLD_SIZE", "3"}});
+      },
+      {"LOCAL_WORLD_SIZE should be in [1, 2]", "got 3"});
 }
 
 TEST(Discovery, TorchrunVariablesAllThreeOrNone) {
@@ -203,19 +213,36 @@ TEST(Discovery, TorchrunVariablesAllThreeOrNone) {
 }
 
 TEST(Discovery, TorchrunValuesAreChecked) {
-  expect_value_error([] { discover({}, {{"RANK", "one"}, {"LOCAL_RANK", "0"}, {"WORLD_SIZE", "2"}}); },
-                     {"RANK should be an integer, got 'one'"});
-  expect_value_error([] { discover({}, {{"RANK", "2"}, {"LOCAL_RANK", "0"}, {"WORLD_SIZE", "2"}}); },
-                     {"RANK should be in [0, 2)", "got 2"});
-  expect_value_error([] { discover({}, {{"RANK", "0"}, {"LOCAL_RANK", "-1"}, {"WORLD_SIZE", "2"}}); },
-                     {"LOCAL_RANK should be in [0, 2)", "got -1"});
-  expect_value_error([] { discover({}, {{"RANK", "0"}, {"LOCAL_RANK", "0"}, {"WORLD_SIZE", "0"}}); },
-                     {"WORLD_SIZE should be >= 1"});
+  expect_value_error(
+      [] {
+        discover({}, {{"RANK", "one"}, {"LOCAL_RANK", "0"}, {"WORLD_SIZE", "2"}});
+      },
+      {"RANK should be an integer, got 'one'"});
+  expect_value_error(
+      [] {
+        discover({}, {{"RANK", "2"}, {"LOCAL_RANK", "0"}, {"WORLD_SIZE", "2"}});
+      },
+      {"RANK should be in [0, 2)", "got 2"});
+  expect_value_error(
+      [] {
+        discover({}, {{"RANK", "0"}, {"LOCAL_RANK", "-1"}, {"WORLD_SIZE", "2"}});
+      },
+      {"LOCAL_RANK should be in [0, 2)", "got -1"});
+  expect_value_error(
+      [] {
+        discover({}, {{"RANK", "0"}, {"LOCAL_RANK", "0"}, {"WORLD_SIZE", "0"}});
+      },
+      {"WORLD_SIZE should be >= 1"});
 }
 
 TEST(Discovery, TorchrunVariablesBeatOpenMpiAndPmi) {
-  const auto info = discover({}, {{"RANK", "1"}, {"LOCAL_RANK", "1"}, {"WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_RANK", "0"},
-                                  {"OMPI_COMM_WORLD_SIZE", "2"}, {"PMI_RANK", "0"}, {"PMI_SIZE", "2"}});
+  const auto info = discover({}, {{"RANK", "1"},
+                                  {"LOCAL_RANK", "1"},
+                                  {"WORLD_SIZE", "2"},
+                                  {"OMPI_COMM_WORLD_RANK", "0"},
+                                  {"OMPI_COMM_WORLD_SIZE", "2"},
+                                  {"PMI_RANK", "0"},
+                                  {"PMI_SIZE", "2"}});
   EXPECT_EQ(info.source, "env");
   EXPECT_EQ(info.rank, 1);
 }
@@ -223,8 +250,10 @@ TEST(Discovery, TorchrunVariablesBeatOpenMpiAndPmi) {
 // ---------------------------------------------------------------- Open MPI and PMI
 
 TEST(Discovery, OpenMpiVariables) {
-  const auto info = discover({}, {{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"},
-                                  {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
+  const auto info = discover({}, {{"OMPI_COMM_WORLD_RANK", "3"},
+                                  {"OMPI_COMM_WORLD_SIZE", "4"},
+                                  {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                                  {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
   EXPECT_EQ(info.source, "openmpi");
   EXPECT_EQ(info.rank, 3);
   EXPECT_EQ(info.world_size, 4);
@@ -236,15 +265,21 @@ TEST(Discovery, OpenMpiVariables) {
   const auto no_local = discover({}, {{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}});
   EXPECT_FALSE(no_local.local_rank_known);
   EXPECT_FALSE(no_local.topology_exact);
-  expect_value_error([] { discover({}, {{"OMPI_COMM_WORLD_RANK", "1"}}); },
-                     {"Open MPI configuration", "'OMPI_COMM_WORLD_SIZE'] are missing"});
-  expect_value_error([] { discover({}, {{"OMPI_COMM_WORLD_RANK", "4"}, {"OMPI_COMM_WORLD_SIZE", "4"}}); },
-                     {"OMPI_COMM_WORLD_RANK should be in [0, 4)"});
+  expect_value_error(
+      [] {
+        discover({}, {{"OMPI_COMM_WORLD_RANK", "1"}});
+      },
+      {"Open MPI configuration", "'OMPI_COMM_WORLD_SIZE'] are missing"});
+  expect_value_error(
+      [] {
+        discover({}, {{"OMPI_COMM_WORLD_RANK", "4"}, {"OMPI_COMM_WORLD_SIZE", "4"}});
+      },
+      {"OMPI_COMM_WORLD_RANK should be in [0, 4)"});
 }
 
 TEST(Discovery, OpenMpiBeatsPmi) {
-  const auto info = discover({}, {{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"PMI_RANK", "0"},
-                                  {"PMI_SIZE", "2"}});
+  const auto info = discover(
+      {}, {{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"PMI_RANK", "0"}, {"PMI_SIZE", "2"}});
   EXPECT_EQ(info.source, "openmpi");
   EXPECT_EQ(info.rank, 1);
 }
@@ -255,7 +290,8 @@ TEST(Discovery, PmiVariables) {
   EXPECT_EQ(info.rank, 2);
   EXPECT_EQ(info.world_size, 3);
   EXPECT_FALSE(info.local_rank_known);
-  const auto hydra = discover({}, {{"PMI_RANK", "3"}, {"PMI_SIZE", "4"}, {"MPI_LOCALRANKID", "1"}, {"MPI_LOCALNRANKS", "2"}});
+  const auto hydra =
+      discover({}, {{"PMI_RANK", "3"}, {"PMI_SIZE", "4"}, {"MPI_LOCALRANKID", "1"}, {"MPI_LOCALNRANKS", "2"}});
   EXPECT_TRUE(hydra.local_rank_known);
   EXPECT_EQ(hydra.local_rank, 1);
   EXPECT_EQ(hydra.nproc_per_node, 2);
@@ -338,16 +374,19 @@ TEST(Slurm, IgnitesSetupDdpVarsCases) {
       // usual SLURM env, two nodes
       {slurm_env("5", "1", "8", "2", "c1, c2"), 5, 1, 8, "c1", 17345},
       // one node, one task + torch.distributed.launch
-      {with(slurm_env("0", "0", "1", "1", "c1"), {{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "2233"}, {"RANK", "2"},
-                                                   {"LOCAL_RANK", "2"}, {"WORLD_SIZE", "8"}}),
+      {with(slurm_env("0", "0", "1", "1", "c1"), {{"MASTER_ADDR", "127.0.0.1"},
+                                                  {"MASTER_PORT", "2233"},
+                                                  {"RANK", "2"},
+                                                  {"LOCAL_RANK", "2"},
+                                                  {"WORLD_SIZE", "8"}}),
        2, 2, 8, "127.0.0.1", 2233},
       // enroot's pytorch hook
-      {with(slurm_env("3", "3", "4", "1", "c1"), {{"MASTER_ADDR", "c1"}, {"MASTER_PORT", "12233"}, {"RANK", "3"},
-                                                   {"LOCAL_RANK", "3"}, {"WORLD_SIZE", "4"}}),
+      {with(slurm_env("3", "3", "4", "1", "c1"),
+            {{"MASTER_ADDR", "c1"}, {"MASTER_PORT", "12233"}, {"RANK", "3"}, {"LOCAL_RANK", "3"}, {"WORLD_SIZE", "4"}}),
        3, 3, 4, "c1", 12233},
       // two nodes + enroot's pytorch hook
-      {with(slurm_env("3", "1", "4", "2", "c1, c2"), {{"MASTER_ADDR", "c1"}, {"MASTER_PORT", "12233"}, {"RANK", "3"},
-                                                       {"LOCAL_RANK", "1"}, {"WORLD_SIZE", "4"}}),
+      {with(slurm_env("3", "1", "4", "2", "c1, c2"),
+            {{"MASTER_ADDR", "c1"}, {"MASTER_PORT", "12233"}, {"RANK", "3"}, {"LOCAL_RANK", "1"}, {"WORLD_SIZE", "4"}}),
        3, 1, 4, "c1", 12233},
   };
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -372,7 +411,10 @@ TEST(Slurm, IgnitesSetupDdpVarsCases) {
 
 TEST(Slurm, InconsistentTorchrunVariablesAcrossNodes) {
   auto env = slurm_env("3", "1", "4", "2", "c1, c2");
-  env.insert({{"MASTER_ADDR", "another-addr"}, {"MASTER_PORT", "12233"}, {"RANK", "1"}, {"LOCAL_RANK", "1"},
+  env.insert({{"MASTER_ADDR", "another-addr"},
+              {"MASTER_PORT", "12233"},
+              {"RANK", "1"},
+              {"LOCAL_RANK", "1"},
               {"WORLD_SIZE", "2"}});
   expect_value_error([&] { setup_ddp_vars_from_slurm_env(env); },
                      {"Environment variable defined for PyTorch Distributed context is inconsistent with equivalent "
@@ -383,7 +425,10 @@ TEST(Slurm, InconsistentTorchrunVariablesAcrossNodes) {
 
 TEST(Slurm, TorchrunVariablesSmallerThanSlurmsOnOneNode) {
   auto env = slurm_env("1", "1", "4", "1", "c1");
-  env.insert({{"MASTER_ADDR", "another-addr"}, {"MASTER_PORT", "12233"}, {"RANK", "1"}, {"LOCAL_RANK", "1"},
+  env.insert({{"MASTER_ADDR", "another-addr"},
+              {"MASTER_PORT", "12233"},
+              {"RANK", "1"},
+              {"LOCAL_RANK", "1"},
               {"WORLD_SIZE", "2"}});
   expect_value_error([&] { setup_ddp_vars_from_slurm_env(env); },
                      {"inconsistent", "We expect that WORLD_SIZE: 2 >= 4"});
@@ -415,7 +460,8 @@ TEST(Slurm, NoHostInTheNodeList) {
 }
 
 TEST(Slurm, MissingVariables) {
-  for (const char* name : {"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_JOB_NODELIST", "SLURM_JOB_NUM_NODES"}) {
+  for (const char* name :
+       {"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_JOB_NODELIST", "SLURM_JOB_NUM_NODES"}) {
     auto env = slurm_env("0", "0", "1", "1", "c1");
     env.erase(name);
     expect_value_error([&] { discover({}, env); },
@@ -431,7 +477,8 @@ TEST(Slurm, MasterAddressAndPort) {
   EXPECT_EQ(discover({}, slurm_env("0", "0", "1", "1", "c1", "7")).master_port, 15007);
   expect_value_error([] { discover({}, slurm_env("0", "0", "1", "1", "c1", "12ab")); }, {"SLURM_JOB_ID"});
   expect_value_error([] { discover({}, slurm_env("x", "0", "1", "1", "c1")); }, {"SLURM_PROCID should be an integer"});
-  expect_value_error([] { discover({}, slurm_env("2", "0", "2", "1", "c1")); }, {"SLURM_PROCID (or RANK) should be in [0, 2)"});
+  expect_value_error([] { discover({}, slurm_env("2", "0", "2", "1", "c1")); },
+                     {"SLURM_PROCID (or RANK) should be in [0, 2)"});
 }
 
 TEST(Slurm, TopologyIsLeftToTheExchange) {
@@ -474,8 +521,8 @@ TEST(ExpandHostlist, IgnitesCases) {
 TEST(ExpandHostlist, InvalidLists) {
   expect_value_error([] { expand_hostlist("x[]"); }, {"hostlist invalid : x[]"});
   expect_value_error([] { expand_hostlist("invalid[]"); }, {"hostlist invalid"});
-  for (const char* bad : {"a[1-2", "a]1", "a[3-1]", "a[1-2]b[3]", "a[x]", "a[1-]", "a[1,,2]", "[1-2]", "a[[1]]",
-                          "n[0-99999999999]"})
+  for (const char* bad :
+       {"a[1-2", "a]1", "a[3-1]", "a[1-2]b[3]", "a[x]", "a[1-]", "a[1,,2]", "[1-2]", "a[[1]]", "n[0-99999999999]"})
     expect_value_error([&] { expand_hostlist(bad); }, {"hostlist invalid", bad});
 }
 

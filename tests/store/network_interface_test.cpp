@@ -128,7 +128,8 @@ TEST(PeerTable, ExchangeGivesEveryRankTheSameTable) {
     threads.emplace_back([&, r] {
       try {
         idist::store::TCPStore client("127.0.0.1", server->port(), false, n, 10s);
-        tables[r] = idist::rendezvous::exchange_peers(client, r, n, {"host" + std::to_string(r / 2), "10.0.0." + std::to_string(r)}, 5s);
+        tables[r] = idist::rendezvous::exchange_peers(
+            client, r, n, {"host" + std::to_string(r / 2), "10.0.0." + std::to_string(r)}, 5s);
       } catch (const std::exception& e) {
         errors[r] = e.what();
       }

@@ -12,10 +12,10 @@
 #include <poll.h>
 
 #include <fstream>
-#include <thread>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -50,7 +50,8 @@ const char* name(Attack a) {
   switch (a) {
     case Attack::Garbage: return "garbage (1 KiB of random bytes)";
     case Attack::Oversized: return "oversized (64 MiB announced, no handshake)";
-    case Attack::OversizedAfterHello: return "oversized after handshake, store without token (64 MiB announced, 1 MiB sent)";
+    case Attack::OversizedAfterHello:
+      return "oversized after handshake, store without token (64 MiB announced, 1 MiB sent)";
     case Attack::Idle: return "idle (connect, send nothing)";
   }
   return "?";
@@ -133,7 +134,8 @@ Figures measure(Attack a) {
     const auto t = Clock::now();
     legit.set("probe", {'p'});
     EXPECT_EQ(legit.get_string("probe"), "p");
-    f.worst_latency_ms = std::max(f.worst_latency_ms, std::chrono::duration<double, std::milli>(Clock::now() - t).count());
+    f.worst_latency_ms =
+        std::max(f.worst_latency_ms, std::chrono::duration<double, std::milli>(Clock::now() - t).count());
     peak = std::max(peak, rss_mib());
     std::this_thread::sleep_for(20ms);
   }

@@ -47,15 +47,39 @@ class Fuzzer {
   // A request that parses, for mutation.
   std::vector<char> valid_payload(detail::Op op) {
     detail::Writer w;
-    const std::string key = below(4) == 0 ? std::string(detail::kReservedPrefix) + "joined" : fmt::format("k{}", below(8));
+    const std::string key =
+        below(4) == 0 ? std::string(detail::kReservedPrefix) + "joined" : fmt::format("k{}", below(8));
     switch (op) {
-      case detail::Op::Set: w.str(key); w.str(std::string(below(64), 'v')); break;
-      case detail::Op::Get: w.u64(below(50)); w.str(key); break;
-      case detail::Op::Wait: w.u64(below(50)); w.u32(1); w.str(key); break;
-      case detail::Op::Add: w.str(key); w.i64(static_cast<std::int64_t>(below(7)) - 3); break;
-      case detail::Op::Check: w.u32(1); w.str(key); break;
-      case detail::Op::Hello: w.u32(detail::kProtocolVersion); w.str(below(2) ? kToken : "nope"); break;
-      case detail::Op::Join: w.i64(static_cast<std::int64_t>(below(4)) - 1); w.str("fuzz"); w.u32(below(100)); break;
+      case detail::Op::Set:
+        w.str(key);
+        w.str(std::string(below(64), 'v'));
+        break;
+      case detail::Op::Get:
+        w.u64(below(50));
+        w.str(key);
+        break;
+      case detail::Op::Wait:
+        w.u64(below(50));
+        w.u32(1);
+        w.str(key);
+        break;
+      case detail::Op::Add:
+        w.str(key);
+        w.i64(static_cast<std::int64_t>(below(7)) - 3);
+        break;
+      case detail::Op::Check:
+        w.u32(1);
+        w.str(key);
+        break;
+      case detail::Op::Hello:
+        w.u32(detail::kProtocolVersion);
+        w.str(below(2) ? kToken : "nope");
+        break;
+      case detail::Op::Join:
+        w.i64(static_cast<std::int64_t>(below(4)) - 1);
+        w.str("fuzz");
+        w.u32(below(100));
+        break;
     }
     return w.buffer();
   }
@@ -70,14 +94,16 @@ class Fuzzer {
         break;
       }
       case 1:  // an announced length far beyond what follows (up to 4 GiB)
-        c.send_frame(static_cast<std::uint8_t>(op), random_bytes(below(4096)), below(2) ? 0xFFFFFFFFu : (1u << (10 + below(17))));
+        c.send_frame(static_cast<std::uint8_t>(op), random_bytes(below(4096)),
+                     below(2) ? 0xFFFFFFFFu : (1u << (10 + below(17))));
         break;
       case 2:  // a random opcode and payload
         c.send_frame(static_cast<std::uint8_t>(below(256)), random_bytes(below(512)));
         break;
       case 3: {  // a valid request with random bytes flipped
         auto p = valid_payload(op);
-        for (int i = 0, n = static_cast<int>(below(4)); i < n && !p.empty(); ++i) p[below(static_cast<std::uint32_t>(p.size()))] ^= static_cast<char>(1 + below(255));
+        for (int i = 0, n = static_cast<int>(below(4)); i < n && !p.empty(); ++i)
+          p[below(static_cast<std::uint32_t>(p.size()))] ^= static_cast<char>(1 + below(255));
         c.send_frame(static_cast<std::uint8_t>(op), p);
         break;
       }
@@ -104,11 +130,10 @@ TEST(TCPStoreFuzz, ServerStaysResponsiveAndBounded) {
   std::printf("fuzz seed %u (set IDIST_FUZZ_SEED to replay)\n", seed);
   Fuzzer fuzz(seed);
 
-  TCPStore server("127.0.0.1", 0, true, 0, 10s, false,
-                  {.token = kToken});
+  TCPStore server("127.0.0.1", 0, true, 0, 10s, false, {.token = kToken});
   // Our own view of the server's limits: a second server with small caps receives the same traffic.
-  detail::TCPStoreServer capped(0, 0, {.token = kToken, .handshake_timeout = 500ms, .max_connections = 48,
-                                       .max_buffered_bytes = kBufferCap});
+  detail::TCPStoreServer capped(
+      0, 0, {.token = kToken, .handshake_timeout = 500ms, .max_connections = 48, .max_buffered_bytes = kBufferCap});
   TCPStore legit("127.0.0.1", capped.port(), false, 0, 5s, true, {.token = kToken});
   legit.set("sentinel", {'s'});
   server.set("sentinel", {'s'});
@@ -142,8 +167,8 @@ TEST(TCPStoreFuzz, ServerStaysResponsiveAndBounded) {
     }
   }
   open.clear();
-  std::printf("%d rounds in %.1f s; slowest legitimate set+get %.1f ms; refused %llu; peak buffered %zu bytes\n",
-              done, seconds_since(start), worst * 1e3, static_cast<unsigned long long>(capped.stats().refused),
+  std::printf("%d rounds in %.1f s; slowest legitimate set+get %.1f ms; refused %llu; peak buffered %zu bytes\n", done,
+              seconds_since(start), worst * 1e3, static_cast<unsigned long long>(capped.stats().refused),
               capped.stats().peak_buffered_bytes);
   EXPECT_GE(done, 100);
   EXPECT_EQ(legit.get_string("sentinel"), "s");  // a key the fuzzer never names

@@ -58,7 +58,8 @@ bool run_rank(int rank, int world, int port, const std::string& init_method) {
 void run_world(const std::string& init_method, int port) {
   constexpr int kWorld = 4;
   std::vector<pid_t> pids;
-  for (int r = 1; r < kWorld; ++r) pids.push_back(fork_worker([&, r] { return run_rank(r, kWorld, port, init_method); }));
+  for (int r = 1; r < kWorld; ++r)
+    pids.push_back(fork_worker([&, r] { return run_rank(r, kWorld, port, init_method); }));
   EXPECT_TRUE(run_rank(0, kWorld, port, init_method));
   for (pid_t pid : pids) EXPECT_EQ(wait_worker(pid, 30s), 0);
 }
@@ -151,7 +152,8 @@ TEST(Rendezvous, MissingWorkersAreReportedAsKOfN) {
   try {
     idist::InitOptions opts;
     opts.timeout = 1s;
-    const rdv::Environ env = {{"RANK", "0"}, {"LOCAL_RANK", "0"}, {"WORLD_SIZE", "3"}, {"MASTER_PORT", std::to_string(port)}};
+    const rdv::Environ env = {
+        {"RANK", "0"}, {"LOCAL_RANK", "0"}, {"WORLD_SIZE", "3"}, {"MASTER_PORT", std::to_string(port)}};
     rdv::open_store(opts, rdv::discover(opts, env));
     FAIL() << "expected TimeoutError";
   } catch (const idist::TimeoutError& e) {

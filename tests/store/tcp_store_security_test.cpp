@@ -150,7 +150,8 @@ TEST(TCPStoreLimits, AnnouncedLengthsAllocateNothingAndBufferedBytesAreCapped) {
     auto& raw = raws.emplace_back(std::make_unique<RawStoreClient>(server.port()));
     raw->hello("");
     raw->read_reply(1s);
-    raw->send_frame(static_cast<std::uint8_t>(detail::Op::Set), chunk, static_cast<std::uint32_t>(detail::kMaxRequestPayload));
+    raw->send_frame(static_cast<std::uint8_t>(detail::Op::Set), chunk,
+                    static_cast<std::uint32_t>(detail::kMaxRequestPayload));
   }
   std::this_thread::sleep_for(300ms);
   const auto stats = server.stats();
@@ -190,7 +191,8 @@ TEST(TCPStoreBind, ALoopbackHostListensOnTheLoopbackOnly) {
     asio::io_context io;
     asio::ip::tcp::socket s(io);
     std::error_code ec;
-    s.connect(asio::ip::tcp::endpoint(asio::ip::make_address(i.address), static_cast<unsigned short>(server.port())), ec);
+    s.connect(asio::ip::tcp::endpoint(asio::ip::make_address(i.address), static_cast<unsigned short>(server.port())),
+              ec);
     EXPECT_TRUE(ec) << "reached the store through " << i.name << " " << i.address;
   }
 }
@@ -199,7 +201,8 @@ TEST(StoreBindRule, EachCaseOfTheRule) {
   using idist::rendezvous::choose_store_bind_addresses;
   using idist::rendezvous::InterfaceQuery;
   using V = std::vector<std::string>;
-  const std::vector<idist::rendezvous::InterfaceAddress> ifs = {{"lo", "127.0.0.1", true}, {"eth0", "198.18.0.2", false}};
+  const std::vector<idist::rendezvous::InterfaceAddress> ifs = {{"lo", "127.0.0.1", true},
+                                                                {"eth0", "198.18.0.2", false}};
   InterfaceQuery q;
   q.interfaces = ifs;
   q.master_addr = "127.0.0.1";

@@ -8,9 +8,9 @@
 #include <thread>
 #include <vector>
 
-#include <asio.hpp>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <asio.hpp>
 
 #include "idist/error.hpp"
 #include "store/tcp_store.hpp"
@@ -163,7 +163,7 @@ TEST(TCPStore, ClientExpectingAnotherWorldSizeIsRejected) {
     EXPECT_NE(msg.find("serves a world of 4 processes"), std::string::npos) << msg;
     EXPECT_NE(msg.find("world_size = 2"), std::string::npos) << msg;
   }
-  EXPECT_EQ(server->num_joined(), 1);  // the stranger was not counted
+  EXPECT_EQ(server->num_joined(), 1);                           // the stranger was not counted
   TCPStore unknown("127.0.0.1", server->port(), false, 0, 2s);  // a client that does not know the size is fine
   TCPStore right("127.0.0.1", server->port(), false, 4, 2s);
   EXPECT_EQ(server->num_joined(), 3);

@@ -24,9 +24,9 @@
 #include <string>
 
 #include "idist/idist.hpp"
+#include "support/free_port.hpp"
 #include "support/multirank.hpp"
 #include "support/rank_report.hpp"
-#include "support/free_port.hpp"
 
 namespace idist::test {
 
@@ -39,16 +39,15 @@ namespace {
 
 constexpr std::chrono::seconds kTestTimeout{60};
 
-
 // Runs the tests on this (already initialized) rank; only rank 0 keeps gtest's full report.
 int run_tests_on_this_rank() {
   report_only_failures_on_nonzero_rank(idist::get_rank());
   return RUN_ALL_TESTS();
 }
 
-
 void replace_all(std::string& s, const std::string& from, const std::string& to) {
-  for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
 }
 
 // IDIST_TEST_INIT_METHOD with its placeholders filled, or "env://".
@@ -71,10 +70,13 @@ int spawn_and_run(const std::string& backend, int nproc) {
   opts.init_method = init_method_under_test();
   opts.timeout = kTestTimeout;
   try {
-    idist::spawn(backend, [](int) {
-      if (run_tests_on_this_rank() != 0)
-        throw idist::Error("rank " + std::to_string(idist::get_rank()) + " had failed tests");
-    }, opts);
+    idist::spawn(
+        backend,
+        [](int) {
+          if (run_tests_on_this_rank() != 0)
+            throw idist::Error("rank " + std::to_string(idist::get_rank()) + " had failed tests");
+        },
+        opts);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;

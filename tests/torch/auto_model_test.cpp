@@ -135,7 +135,8 @@ TEST_P(DdpEquivalence, ShardedTrainingMatchesOneProcess) {
   else
     EXPECT_GE(reducer->buckets().size(), 4u);  // 210-byte caps over 8 small tensors
   const std::int64_t share = batch / ws();
-  train(*net, [&](torch::Tensor x) { return net->forward(x); }, X, Y, rank() * share, (rank() + 1) * share);
+  train(
+      *net, [&](torch::Tensor x) { return net->forward(x); }, X, Y, rank() * share, (rank() + 1) * share);
   EXPECT_EQ(reducer->sync_count(), std::size_t(steps));
   // mpi progresses nothing in the background: one bucket in flight at a time bounds its scratch.
   if (!idist::current_model().has_async_progress()) EXPECT_EQ(reducer->peak_in_flight(), 1u);
@@ -148,7 +149,8 @@ TEST_P(DdpEquivalence, ShardedTrainingMatchesOneProcess) {
   auto reference = std::make_shared<Mlp>();
   std::vector<torch::Tensor> initial;
   for (const auto& p : reference->parameters()) initial.push_back(p.detach().clone());
-  train(*reference, [&](torch::Tensor x) { return reference->forward(x); }, X, Y, 0, batch);
+  train(
+      *reference, [&](torch::Tensor x) { return reference->forward(x); }, X, Y, 0, batch);
 
   EXPECT_LT(max_diff(*net, *reference), 1e-5);
   double moved = 0;  // training moved the parameters

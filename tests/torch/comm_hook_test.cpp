@@ -100,7 +100,8 @@ TEST(CommHook, Fp16AndBf16CompressAverageWithinTheirPrecision) {
 
 TEST(CommHook, PowerSgdIsPlainAllReduceBeforeItsStart) {
   auto net = idist::auto_model(make_net());
-  idist::register_comm_hook(net, idist::comm_hooks::powersgd({.matrix_approximation_rank = 1, .start_powersgd_iter = 3}));
+  idist::register_comm_hook(net,
+                            idist::comm_hooks::powersgd({.matrix_approximation_rank = 1, .start_powersgd_iter = 3}));
   for (int step = 0; step < 3; ++step) EXPECT_LT(hooked_step_error(net, step), 1e-5) << "step " << step;
 }
 
@@ -109,9 +110,9 @@ TEST(CommHook, PowerSgdAtFullRankIsExact) {
   // gradient (of full rank: more samples than rows or columns), so P Q^T / world size is the exact
   // average up to float32 rounding. Error feedback then carries nothing from step to step.
   auto net = idist::auto_model(make_net());
-  idist::register_comm_hook(net, idist::comm_hooks::powersgd({.matrix_approximation_rank = 48,
-                                                               .start_powersgd_iter = 2,
-                                                               .min_compression_rate = 0.0}));
+  idist::register_comm_hook(
+      net, idist::comm_hooks::powersgd(
+               {.matrix_approximation_rank = 48, .start_powersgd_iter = 2, .min_compression_rate = 0.0}));
   // Classical Gram-Schmidt over 40 columns in float32 loses about 3 digits; rank 2 errs by 50-90 %.
   for (int step = 0; step < 5; ++step) EXPECT_LT(hooked_step_error(net, step), 1e-2) << "step " << step;
   if (idist::get_world_size() > 1) expect_same_on_all_ranks(*net);
@@ -120,9 +121,9 @@ TEST(CommHook, PowerSgdAtFullRankIsExact) {
 TEST(CommHook, PowerSgdLowRankCompressesMatricesAndAveragesVectorsExactly) {
   if (idist::get_world_size() < 2) GTEST_SKIP() << "needs 2 or more ranks";
   auto net = idist::auto_model(make_net());
-  idist::register_comm_hook(net, idist::comm_hooks::powersgd({.matrix_approximation_rank = 2,
-                                                               .start_powersgd_iter = 2,
-                                                               .use_error_feedback = false}));
+  idist::register_comm_hook(
+      net, idist::comm_hooks::powersgd(
+               {.matrix_approximation_rank = 2, .start_powersgd_iter = 2, .use_error_feedback = false}));
   for (int step = 0; step < 2; ++step) hooked_step_error(net, step);  // the plain iterations
   const torch::Tensor x = batch_of(9);
   const auto want = averaged_reference(*net, x);
@@ -164,7 +165,8 @@ TEST(CommHook, PowerSgdTrainsLikeAllReduce) {
     return loss;
   };
   const double plain = train(idist::comm_hooks::allreduce());
-  const double compressed = train(idist::comm_hooks::powersgd({.matrix_approximation_rank = 2, .start_powersgd_iter = 5}));
+  const double compressed =
+      train(idist::comm_hooks::powersgd({.matrix_approximation_rank = 2, .start_powersgd_iter = 5}));
   EXPECT_LT(compressed, 1.5 * plain + 0.05) << "allreduce " << plain << ", powersgd " << compressed;
 }
 
@@ -173,7 +175,8 @@ TEST(CommHook, BadHooksAndOptionsAreRefused) {
   EXPECT_THROW(idist::register_comm_hook(net, idist::CommHook{}), idist::ValueError);
   EXPECT_THROW(idist::comm_hooks::powersgd({.matrix_approximation_rank = 0}), idist::ValueError);
   EXPECT_THROW(idist::comm_hooks::powersgd({.start_powersgd_iter = 1}), idist::ValueError);
-  EXPECT_NO_THROW(idist::comm_hooks::powersgd({.start_powersgd_iter = 0, .use_error_feedback = false, .warm_start = false}));
+  EXPECT_NO_THROW(
+      idist::comm_hooks::powersgd({.start_powersgd_iter = 0, .use_error_feedback = false, .warm_start = false}));
   if (idist::get_world_size() < 2) {
     // Serial: no reducer, nothing to hook; the call is accepted so that the program runs unchanged.
     EXPECT_NO_THROW(idist::register_comm_hook(net, idist::comm_hooks::allreduce()));

@@ -34,10 +34,9 @@ TEST(AutoDataloaderRules, ScalingMatrix) {
     std::size_t want_batch, want_workers;
   };
   const std::vector<Case> cases = {
-      {1, 1, 1, 1, 1, 1},    {1, 1, 10, 10, 10, 10}, {2, 2, 1, 1, 1, 1},   {2, 2, 10, 10, 5, 5},
-      {4, 4, 1, 1, 1, 1},    {4, 4, 10, 10, 2, 3},   {3, 3, 10, 10, 3, 4}, {4, 4, 4, 4, 1, 1},
-      {4, 4, 3, 3, 3, 3},    {8, 4, 64, 10, 8, 3},   {8, 4, 64, 3, 8, 3},  {8, 4, 7, 4, 7, 1},
-      {2, 1, 10, 0, 5, 0},   {16, 8, 256, 16, 16, 2}};
+      {1, 1, 1, 1, 1, 1},   {1, 1, 10, 10, 10, 10}, {2, 2, 1, 1, 1, 1},  {2, 2, 10, 10, 5, 5},   {4, 4, 1, 1, 1, 1},
+      {4, 4, 10, 10, 2, 3}, {3, 3, 10, 10, 3, 4},   {4, 4, 4, 4, 1, 1},  {4, 4, 3, 3, 3, 3},     {8, 4, 64, 10, 8, 3},
+      {8, 4, 64, 3, 8, 3},  {8, 4, 7, 4, 7, 1},     {2, 1, 10, 0, 5, 0}, {16, 8, 256, 16, 16, 2}};
   for (const auto& c : cases) {
     idist::DataLoaderOptions o;
     o.batch_size = c.batch;
@@ -110,9 +109,9 @@ TEST(DistributedSampler, ShuffleIsSharedAcrossRanksAndChangesWithEpoch) {
   auto sorted = e0;
   std::sort(sorted.begin(), sorted.end());
   for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(sorted[i], i);  // one permutation shared by the ranks
-  EXPECT_EQ(e0, epoch_union(0, 0));                           // deterministic
-  EXPECT_NE(e0, epoch_union(1, 0));                           // set_epoch reshuffles
-  EXPECT_EQ(epoch_union(1, 0), epoch_union(0, 1));            // seeded with seed + epoch
+  EXPECT_EQ(e0, epoch_union(0, 0));                             // deterministic
+  EXPECT_NE(e0, epoch_union(1, 0));                             // set_epoch reshuffles
+  EXPECT_EQ(epoch_union(1, 0), epoch_union(0, 1));              // seeded with seed + epoch
 }
 
 TEST(DistributedSampler, DefaultsAndErrors) {
@@ -240,7 +239,8 @@ TEST(AutoDataloader, ShardsTheDatasetAcrossRanks) {
   EXPECT_EQ(e0.size(), per_rank);
   // Every example is loaded by some rank; padding repeats a few.
   const auto everything = idist::all_gather(torch::tensor(e0));
-  std::set<std::int64_t> seen(everything.data_ptr<std::int64_t>(), everything.data_ptr<std::int64_t>() + everything.numel());
+  std::set<std::int64_t> seen(everything.data_ptr<std::int64_t>(),
+                              everything.data_ptr<std::int64_t>() + everything.numel());
   EXPECT_EQ(seen.size(), std::size_t(n));
   EXPECT_EQ(everything.numel(), std::int64_t(per_rank) * ws());
   // A new epoch reshuffles; the same epoch repeats.
@@ -298,8 +298,8 @@ TEST(AutoDataloader, NoShuffleAndDropLast) {
 namespace {
 
 TEST(AutoDataloader, WorkerThreadsKeepTheShardInOrder) {
-  auto loader = idist::auto_dataloader(index_dataset(30), {.batch_size = std::size_t(5 * ws()), .num_workers = 2,
-                                                           .shuffle = false});
+  auto loader = idist::auto_dataloader(index_dataset(30),
+                                       {.batch_size = std::size_t(5 * ws()), .num_workers = 2, .shuffle = false});
   // ignite divides the workers among the processes of a node when there are at least as many:
   // ceil(2 / nproc_per_node) for nproc_per_node <= 2 (2 ranks on one host: 1; one rank per host, as on
   // the emulated cluster: 2), unchanged for 3 processes on a node.

@@ -5,10 +5,10 @@
 // has_*_support, new_group, one_rank_first. Runs serially and under mpirun / gloo with 2 and 3 ranks.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
 #include <cstddef>
 #include <filesystem>
 #include <fstream>
-#include <stdlib.h>
 #include <optional>
 #include <set>
 #include <string>
@@ -191,12 +191,14 @@ TEST(IgniteParity, DistributedSamplerPlacementWarnings) {
   };
   EXPECT_EQ(warnings_of(ws(), rank()).find("WARNING"), std::string::npos);
   const int wrong = (rank() + 1) % ws();
-  EXPECT_NE(warnings_of(ws(), wrong).find("idist.distributed.auto.auto_dataloader WARNING: Found distributed sampler "
-                                          "with rank=" + std::to_string(wrong) + ", but process rank is " +
-                                          std::to_string(rank())),
+  EXPECT_NE(warnings_of(ws(), wrong)
+                .find("idist.distributed.auto.auto_dataloader WARNING: Found distributed sampler "
+                      "with rank=" +
+                      std::to_string(wrong) + ", but process rank is " + std::to_string(rank())),
             std::string::npos);
-  EXPECT_NE(warnings_of(ws() + 1, rank()).find("Found distributed sampler with num_replicas=" + std::to_string(ws() + 1) +
-                                               ", but world size is " + std::to_string(ws())),
+  EXPECT_NE(warnings_of(ws() + 1, rank())
+                .find("Found distributed sampler with num_replicas=" + std::to_string(ws() + 1) +
+                      ", but world size is " + std::to_string(ws())),
             std::string::npos);
 }
 
@@ -278,8 +280,9 @@ TEST(IgniteParity, StreamWithoutSizeIsPassedThroughWithoutSampler) {
   EXPECT_EQ(loader.options().batch_size, 4u);  // scaled as for any dataset
   EXPECT_EQ(loader.options().sampler, nullptr);
   EXPECT_EQ(loaded(loader, 3), share(12));  // endless: the loop leaves after three batches
-  const bool logged = log.find("idist.distributed.auto.auto_dataloader INFO: Found stream dataset, dataloader will be "
-                               "created without any distributed sampling.") != std::string::npos;
+  const bool logged = log.find(
+                          "idist.distributed.auto.auto_dataloader INFO: Found stream dataset, dataloader will be "
+                          "created without any distributed sampling.") != std::string::npos;
   EXPECT_EQ(logged, ws() > 1 && rank() == 0) << log;
   EXPECT_EQ(log.find("sampler=none") != std::string::npos, rank() == 0) << log;
 }
@@ -386,8 +389,8 @@ TEST(IgniteParity, OneRankFirstOrderingAndMessages) {
     for (int first = 0; first < size; ++first) {
       // A node-local file per node in the local case: the emulated cluster's hosts share one /tmp,
       // where a real cluster's nodes each have their own.
-      const std::filesystem::path file =
-          dir / ("res_" + std::to_string(first) + (local ? "_local_node" + std::to_string(idist::get_node_rank()) : ""));
+      const std::filesystem::path file = dir / ("res_" + std::to_string(first) +
+                                                (local ? "_local_node" + std::to_string(idist::get_node_rank()) : ""));
       std::string x;
       {
         idist::OneRankFirst guard(first, local);
@@ -406,8 +409,9 @@ TEST(IgniteParity, OneRankFirstOrderingAndMessages) {
     idist::OneRankFirst guard(100);
     ADD_FAILURE() << "rank 100 accepted";
   } catch (const idist::ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("rank should be between 0 and " + std::to_string(ws() - 1) + ", but given 100"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("rank should be between 0 and " + std::to_string(ws() - 1) + ", but given 100"),
+        std::string::npos)
         << e.what();
   }
 }

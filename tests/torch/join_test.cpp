@@ -57,16 +57,15 @@ TEST_P(JoinEquivalence, UnevenStepsMatchASerialReplay) {
   net = idist::auto_model(net, {.bucket_cap_mb = cap, .find_unused_parameters = find_unused});
   torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   int done = 0;
-  idist::join(
-      net,
-      [&] {
-        for (int s = 0; s < steps_of(rank()); ++s, ++done) {
-          opt.zero_grad();
-          loss_of(*net, rank(), s, find_unused).backward();
-          opt.step();
-        }
-      },
-      {.divide_by_initial_world_size = divide_by_initial});
+  idist::join(net,
+              [&] {
+                for (int s = 0; s < steps_of(rank()); ++s, ++done) {
+                  opt.zero_grad();
+                  loss_of(*net, rank(), s, find_unused).backward();
+                  opt.step();
+                }
+              },
+              {.divide_by_initial_world_size = divide_by_initial});
   EXPECT_EQ(done, steps_of(rank()));
 
   // Serial replay: at step s the active ranks are those with more than s steps.
@@ -91,7 +90,7 @@ TEST_P(JoinEquivalence, UnevenStepsMatchASerialReplay) {
 
 INSTANTIATE_TEST_SUITE_P(Join, JoinEquivalence,
                          ::testing::Values(std::tuple{true, false, 25.0}, std::tuple{false, false, 25.0},
-                                           std::tuple{true, false, 1e-4},   // one bucket per parameter
+                                           std::tuple{true, false, 1e-4},    // one bucket per parameter
                                            std::tuple{false, true, 1e-4}));  // + the used-parameter map
 
 // Buffers (broadcast_buffers) under join: the joined ranks take part in the buffer broadcast from
@@ -124,16 +123,15 @@ TEST(Join, ThrowOnEarlyTerminationRaisesOnEveryRank) {
   torch::optim::SGD opt(net->parameters(), 0.1);
   int done = 0;
   try {
-    idist::join(
-        net,
-        [&] {
-          for (int s = 0; s < steps_of(rank()); ++s, ++done) {
-            opt.zero_grad();
-            loss_of(*net, rank(), s, false).backward();
-            opt.step();
-          }
-        },
-        {.throw_on_early_termination = true});
+    idist::join(net,
+                [&] {
+                  for (int s = 0; s < steps_of(rank()); ++s, ++done) {
+                    opt.zero_grad();
+                    loss_of(*net, rank(), s, false).backward();
+                    opt.step();
+                  }
+                },
+                {.throw_on_early_termination = true});
     ADD_FAILURE() << "expected idist::Error on rank " << rank();
   } catch (const idist::ValueError& e) {
     ADD_FAILURE() << "unexpected ValueError: " << e.what();

@@ -161,7 +161,7 @@ TEST(Reducer, FindUnusedParametersTolerates) {
   const auto x = torch::randn({2, 4});
   net->used(x).sum().backward();
   EXPECT_EQ(reducer->sync_count(), 1u);
-  EXPECT_EQ(reducer->early_launches(), 0u);  // the one bucket waited for the final callback
+  EXPECT_EQ(reducer->early_launches(), 0u);            // the one bucket waited for the final callback
   EXPECT_FALSE(net->unused->weight.grad().defined());  // nobody used it: left alone
   ASSERT_TRUE(net->used->weight.grad().defined());
   EXPECT_TRUE(net->used->weight.grad().allclose(x.sum(0).expand({3, 4})));

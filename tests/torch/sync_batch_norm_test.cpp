@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <numeric>
 #include <sstream>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "idist/idist.hpp"
@@ -83,7 +83,8 @@ void compare_with_batch_norm(RefImpl& ref, idist::nn::SyncBatchNormImpl& sync, c
         torch::Tensor mine, theirs;
         const char* what;
       };
-      for (auto [mine, theirs, what] : std::vector<Pair>{{sync.weight, ref.weight, "weight"}, {sync.bias, ref.bias, "bias"}}) {
+      for (auto [mine, theirs, what] :
+           std::vector<Pair>{{sync.weight, ref.weight, "weight"}, {sync.bias, ref.bias, "bias"}}) {
         auto g = mine.grad().defined() ? mine.grad().clone() : torch::zeros_like(mine);
         g = idist::all_reduce(g);  // the global batch's gradient is the sum of the ranks'
         EXPECT_LT(max_abs(g, theirs.grad()), kTol) << what << " gradient summed over the ranks";
@@ -364,8 +365,7 @@ TEST(AutoModel, SyncBnTrainsLikeTheGlobalBatch) {
     ref_opt.step();
   }
   auto p = net->named_parameters();
-  for (const auto& q : ref->named_parameters())
-    EXPECT_LT(max_abs(p[q.key()], q.value()), kTol) << q.key();
+  for (const auto& q : ref->named_parameters()) EXPECT_LT(max_abs(p[q.key()], q.value()), kTol) << q.key();
   auto b = net->named_buffers();
   for (const auto& q : ref->named_buffers())
     EXPECT_LT(max_abs(b[q.key()].to(torch::kDouble), q.value().to(torch::kDouble)), kTol) << q.key();

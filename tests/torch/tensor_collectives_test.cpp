@@ -29,11 +29,11 @@ std::string value_error_of(Fn&& fn) {
 
 TEST(TorchDType, MapsEveryScalarTypeBothWays) {
   const std::vector<std::pair<c10::ScalarType, idist::DType>> cases = {
-      {torch::kBool, idist::DType::Bool},       {torch::kByte, idist::DType::UInt8},
-      {torch::kChar, idist::DType::Int8},       {torch::kShort, idist::DType::Int16},
-      {torch::kInt, idist::DType::Int32},       {torch::kLong, idist::DType::Int64},
-      {torch::kHalf, idist::DType::Float16},    {torch::kBFloat16, idist::DType::BFloat16},
-      {torch::kFloat, idist::DType::Float32},   {torch::kDouble, idist::DType::Float64}};
+      {torch::kBool, idist::DType::Bool},     {torch::kByte, idist::DType::UInt8},
+      {torch::kChar, idist::DType::Int8},     {torch::kShort, idist::DType::Int16},
+      {torch::kInt, idist::DType::Int32},     {torch::kLong, idist::DType::Int64},
+      {torch::kHalf, idist::DType::Float16},  {torch::kBFloat16, idist::DType::BFloat16},
+      {torch::kFloat, idist::DType::Float32}, {torch::kDouble, idist::DType::Float64}};
   for (auto [st, dt] : cases) {
     EXPECT_EQ(idist::to_dtype(st), dt) << c10::toString(st);
     EXPECT_EQ(idist::to_scalar_type(dt), st) << idist::to_string(dt);
@@ -116,8 +116,8 @@ TEST(TorchAllReduce, EveryOpOnLongTensor) {
 
 TEST(TorchAllReduce, SumOverEveryDType) {
   const int sum = ws() * (ws() + 1) / 2;  // of rank + 1
-  for (auto st : {torch::kByte, torch::kChar, torch::kShort, torch::kInt, torch::kLong, torch::kHalf,
-                  torch::kBFloat16, torch::kFloat, torch::kDouble}) {
+  for (auto st : {torch::kByte, torch::kChar, torch::kShort, torch::kInt, torch::kLong, torch::kHalf, torch::kBFloat16,
+                  torch::kFloat, torch::kDouble}) {
     auto t = torch::full({5}, rank() + 1, st);
     idist::all_reduce(t);
     EXPECT_TRUE(t.to(torch::kDouble).eq(sum).all().item<bool>()) << c10::toString(st) << ": " << t;
@@ -166,7 +166,8 @@ TEST(TorchAllGather, DifferentFirstDimensions) {
   auto mine = torch::arange(3 * (rank() + 1), torch::kFloat).reshape({rank() + 1, 3}) + 1000 * rank();
   auto out = idist::all_gather(mine);
   std::vector<torch::Tensor> parts;
-  for (int r = 0; r < ws(); ++r) parts.push_back(torch::arange(3 * (r + 1), torch::kFloat).reshape({r + 1, 3}) + 1000 * r);
+  for (int r = 0; r < ws(); ++r)
+    parts.push_back(torch::arange(3 * (r + 1), torch::kFloat).reshape({r + 1, 3}) + 1000 * r);
   EXPECT_TRUE(out.equal(torch::cat(parts))) << out;
 
   // Equal shapes, non-contiguous input.
@@ -224,8 +225,8 @@ TEST(TorchAllGather, AsyncIntoPreallocatedOutput) {
 // ignite's _test_distrib_broadcast, tensor cases, from every source rank.
 TEST(TorchBroadcast, FromEverySourceWithAndWithoutSafeMode) {
   const std::vector<torch::Tensor> sources = {torch::tensor({1.2345, 2.3456}, torch::kFloat),
-                                              torch::arange(100, torch::kLong).reshape({4, 25}) * 2,
-                                              torch::tensor(12), torch::tensor({true, false, true})};
+                                              torch::arange(100, torch::kLong).reshape({4, 25}) * 2, torch::tensor(12),
+                                              torch::tensor({true, false, true})};
   for (const auto& data : sources) {
     for (int src = 0; src < ws(); ++src) {
       // Without safe mode: a placeholder of the same shape and dtype, filled in place.
@@ -265,9 +266,8 @@ TEST(TorchBroadcast, Errors) {
   const std::string safe = value_error_of([] { idist::broadcast(torch::Tensor(), ws() - 1, true); });
   EXPECT_NE(safe.find("source data can not be"), std::string::npos) << safe;
   // Safe mode: an unsupported dtype on the source raises on every rank.
-  const std::string complex = value_error_of([] {
-    idist::broadcast(rank() == 0 ? torch::zeros({2}, torch::kComplexFloat) : torch::Tensor(), 0, true);
-  });
+  const std::string complex = value_error_of(
+      [] { idist::broadcast(rank() == 0 ? torch::zeros({2}, torch::kComplexFloat) : torch::Tensor(), 0, true); });
   EXPECT_NE(complex.find("ComplexFloat"), std::string::npos) << complex;
   EXPECT_NE(value_error_of([] { idist::broadcast(torch::ones({1}), ws()); }).find("src"), std::string::npos);
 }
@@ -322,7 +322,8 @@ TEST(TorchAllGatherWithShapes, IntegerAndNonContiguousPieces) {
   for (int r = 0; r < ws(); ++r) shapes.push_back({2, r + 1});
   auto tensors = idist::all_gather_tensors_with_shapes(mine, shapes);
   for (int r = 0; r < ws(); ++r)
-    EXPECT_TRUE(tensors[std::size_t(r)].equal((torch::arange(2 * (r + 1), torch::kInt).reshape({r + 1, 2}) + 100 * r).t()));
+    EXPECT_TRUE(
+        tensors[std::size_t(r)].equal((torch::arange(2 * (r + 1), torch::kInt).reshape({r + 1, 2}) + 100 * r).t()));
 }
 
 TEST(TorchAllGatherWithShapes, BadArgumentsRaiseOnEveryRank) {

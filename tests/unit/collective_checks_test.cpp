@@ -17,7 +17,9 @@ using test::message_of;
 
 TEST(CollectiveChecks, HostBuffersAreAcceptedAndDeviceBuffersNamed) {
   EXPECT_NO_THROW(check_host_buffer("gloo", "all_reduce", "data", Device{}));
-  const std::string msg = message_of([] { check_host_buffer("mpi", "broadcast", "data", Device{DeviceType::CUDA, 1}); });
+  const std::string msg = message_of([] {
+    check_host_buffer("mpi", "broadcast", "data", Device{DeviceType::CUDA, 1});
+  });
   EXPECT_NE(msg.find("broadcast: the mpi backend communicates host memory, but data is on cuda:1"), std::string::npos)
       << msg;
 }
@@ -41,13 +43,17 @@ TEST(CollectiveChecks, AllGatherVChecksCountsAgainstTheGroupAndTheBuffers) {
   const std::vector<std::size_t> counts = {1, 2, 3};
   EXPECT_NO_THROW(check_all_gather_v_args(cin, bout, counts, 3, 1));
   // counts of the wrong length
-  EXPECT_NE(message_of([&] { check_all_gather_v_args(cin, bout, std::vector<std::size_t>{2, 4}, 3, 1); }).find("2 entries"),
+  EXPECT_NE(message_of([&] {
+              check_all_gather_v_args(cin, bout, std::vector<std::size_t>{2, 4}, 3, 1);
+            }).find("2 entries"),
             std::string::npos);
   // my own count disagrees with my input
   const std::string mine = message_of([&] { check_all_gather_v_args(cin, bout, counts, 3, 2); });
   EXPECT_NE(mine.find("counts[2] is 3"), std::string::npos) << mine;
   // out does not hold the sum
-  const std::string sum = message_of([&] { check_all_gather_v_args(cin, Buffer{out.data(), 5, DType::Int64}, counts, 3, 1); });
+  const std::string sum = message_of([&] {
+    check_all_gather_v_args(cin, Buffer{out.data(), 5, DType::Int64}, counts, 3, 1);
+  });
   EXPECT_NE(sum.find("sum of counts = 6"), std::string::npos) << sum;
 }
 

@@ -67,9 +67,9 @@ TEST(SerialContext, ShowConfigPrintsIgnitesLines) {
   testing::internal::CaptureStderr();
   idist::show_config();
   const std::string out = testing::internal::GetCapturedStderr();
-  for (const char* key : {"distributed configuration: serial", "backend: None", "device: ", "hostname: ",
-                          "world size: 1", "rank: 0", "local rank: 0", "num processes per_node: 1",
-                          "num nodes: 1", "node rank: 0"})
+  for (const char* key :
+       {"distributed configuration: serial", "backend: None", "device: ", "hostname: ", "world size: 1", "rank: 0",
+        "local rank: 0", "num processes per_node: 1", "num nodes: 1", "node rank: 0"})
     EXPECT_NE(out.find(key), std::string::npos) << "missing \"" << key << "\" in:\n" << out;
 }
 

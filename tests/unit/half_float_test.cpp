@@ -36,10 +36,10 @@ TEST(Half, ExactValues) {
   EXPECT_EQ(half_bits(2.0f), 0x4000);
   EXPECT_EQ(half_bits(0.5f), 0x3800);
   EXPECT_EQ(half_bits(-2.5f), 0xc100);
-  EXPECT_EQ(half_bits(0.333251953125f), 0x3555);  // the half nearest 1/3, exactly
-  EXPECT_EQ(half_bits(65504.0f), 0x7bff);          // largest finite half
-  EXPECT_EQ(half_bits(1.0f / 16384.0f), 0x0400);   // smallest normal, 2^-14
-  EXPECT_EQ(half_bits(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
+  EXPECT_EQ(half_bits(0.333251953125f), 0x3555);           // the half nearest 1/3, exactly
+  EXPECT_EQ(half_bits(65504.0f), 0x7bff);                  // largest finite half
+  EXPECT_EQ(half_bits(1.0f / 16384.0f), 0x0400);           // smallest normal, 2^-14
+  EXPECT_EQ(half_bits(std::ldexp(1.0f, -24)), 0x0001);     // smallest subnormal
   EXPECT_EQ(half_bits(std::ldexp(1023.0f, -24)), 0x03ff);  // largest subnormal
   EXPECT_EQ(half_bits(-std::ldexp(5.0f, -24)), 0x8005);
   EXPECT_EQ(half_bits(2048.0f), 0x6800);
@@ -56,16 +56,16 @@ TEST(Half, ExactValues) {
 }
 
 TEST(Half, RoundsToNearestTiesToEven) {
-  const float ulp1 = std::ldexp(1.0f, -10);  // spacing of halves in [1, 2)
-  EXPECT_EQ(half_bits(1.0f + ulp1 / 2), 0x3c00);       // tie, 1.0 is even
-  EXPECT_EQ(half_bits(1.0f + 3 * ulp1 / 2), 0x3c02);   // tie, 1 + 2 ulp is even
+  const float ulp1 = std::ldexp(1.0f, -10);                               // spacing of halves in [1, 2)
+  EXPECT_EQ(half_bits(1.0f + ulp1 / 2), 0x3c00);                          // tie, 1.0 is even
+  EXPECT_EQ(half_bits(1.0f + 3 * ulp1 / 2), 0x3c02);                      // tie, 1 + 2 ulp is even
   EXPECT_EQ(half_bits(1.0f + ulp1 / 2 + std::ldexp(1.0f, -20)), 0x3c01);  // just above the tie
   EXPECT_EQ(half_bits(1.0f + ulp1 / 2 - std::ldexp(1.0f, -20)), 0x3c00);  // just below the tie
   EXPECT_EQ(half_bits(-(1.0f + 3 * ulp1 / 2)), 0xbc02);
   // Subnormal range: spacing 2^-24.
-  EXPECT_EQ(half_bits(std::ldexp(1.0f, -25)), 0x0000);        // tie between 0 and 2^-24 -> 0
-  EXPECT_EQ(half_bits(std::ldexp(3.0f, -25)), 0x0002);        // tie between 1 and 2 ulp -> 2
-  EXPECT_EQ(half_bits(std::ldexp(5.0f, -25)), 0x0002);        // tie between 2 and 3 ulp -> 2
+  EXPECT_EQ(half_bits(std::ldexp(1.0f, -25)), 0x0000);  // tie between 0 and 2^-24 -> 0
+  EXPECT_EQ(half_bits(std::ldexp(3.0f, -25)), 0x0002);  // tie between 1 and 2 ulp -> 2
+  EXPECT_EQ(half_bits(std::ldexp(5.0f, -25)), 0x0002);  // tie between 2 and 3 ulp -> 2
   EXPECT_EQ(half_bits(std::ldexp(1.0f, -25) * 1.0001f), 0x0001);
   EXPECT_EQ(half_bits(std::ldexp(1.0f, -26)), 0x0000);
   EXPECT_EQ(half_bits(-std::ldexp(1.0f, -26)), 0x8000);  // underflow keeps the sign
@@ -99,7 +99,7 @@ TEST(Half, InfinityNanAndOverflow) {
   EXPECT_TRUE(std::isnan(float(half_from_bits(0x7c01))));
   EXPECT_TRUE(std::isnan(float(half_from_bits(0xffff))));
   EXPECT_FALSE(half_from_bits(0x7e00) == half_from_bits(0x7e00));  // NaN compares unequal
-  EXPECT_TRUE(half_from_bits(0x0000) == half_from_bits(0x8000));  // +0 == -0
+  EXPECT_TRUE(half_from_bits(0x0000) == half_from_bits(0x8000));   // +0 == -0
 }
 
 TEST(Half, EveryBitPatternRoundTripsThroughFloat) {

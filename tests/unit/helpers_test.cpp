@@ -23,7 +23,10 @@ TEST(OneRankOnly, ReturnsTheResultAsOptionalOnTheChosenRank) {
   EXPECT_EQ(calls, 1);
 
   // Arguments are forwarded (here: by reference).
-  auto append = idist::one_rank_only([](std::string& s) { s += "!"; return s.size(); });
+  auto append = idist::one_rank_only([](std::string& s) {
+    s += "!";
+    return s.size();
+  });
   std::string s = "hi";
   EXPECT_EQ(append(s), std::optional<std::size_t>(3));
   EXPECT_EQ(s, "hi!");
@@ -50,7 +53,12 @@ TEST(OneRankOnly, VoidFunctionsGiveAVoidCallable) {
 
 TEST(OneRankOnly, WithBarrier) {
   int calls = 0;
-  auto f = idist::one_rank_only([&](int a, int b) { calls += a + b; return calls; }, 0, true);
+  auto f = idist::one_rank_only(
+      [&](int a, int b) {
+        calls += a + b;
+        return calls;
+      },
+      0, true);
   EXPECT_EQ(f(1, 2), std::optional<int>(3));
   auto g = idist::one_rank_only([&] { ++calls; }, 0, true);
   g();

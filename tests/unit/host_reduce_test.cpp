@@ -6,8 +6,8 @@
 #include <limits>
 #include <vector>
 
-#include "idist/error.hpp"
 #include "core/host_reduce.hpp"
+#include "idist/error.hpp"
 
 namespace idist::core {
 namespace {
@@ -41,7 +41,8 @@ TEST(HostReduce, BitwiseAndOrOnIntegersAreNotMinMax) {
   const std::vector<std::vector<std::uint8_t>> rows = {{0b0110, 0b0010, 0xff}, {0b0011, 0b0001, 0x0f}};
   EXPECT_EQ(reduce(rows, ReduceOp::And), (std::vector<std::uint8_t>{0b0010, 0, 0x0f}));
   EXPECT_EQ(reduce(rows, ReduceOp::Or), (std::vector<std::uint8_t>{0b0111, 0b0011, 0xff}));
-  const std::vector<std::vector<std::int64_t>> wide = {{-1, std::int64_t(1) << 40}, {0x0f0f, (std::int64_t(1) << 40) | 3}};
+  const std::vector<std::vector<std::int64_t>> wide = {{-1, std::int64_t(1) << 40},
+                                                       {0x0f0f, (std::int64_t(1) << 40) | 3}};
   EXPECT_EQ(reduce(wide, ReduceOp::And), (std::vector<std::int64_t>{0x0f0f, std::int64_t(1) << 40}));
   EXPECT_EQ(reduce(wide, ReduceOp::Or), (std::vector<std::int64_t>{-1, (std::int64_t(1) << 40) | 3}));
 }
@@ -52,8 +53,10 @@ TEST(HostReduce, Int16AllOps) {
   EXPECT_EQ(reduce(rows, ReduceOp::Product), (std::vector<std::int16_t>{std::int16_t(300 * -100 * 5), -7 * 12 * 3}));
   EXPECT_EQ(reduce(rows, ReduceOp::Min), (std::vector<std::int16_t>{-100, -7}));
   EXPECT_EQ(reduce(rows, ReduceOp::Max), (std::vector<std::int16_t>{300, 12}));
-  EXPECT_EQ(reduce(rows, ReduceOp::And), (std::vector<std::int16_t>{std::int16_t(300 & -100 & 5), std::int16_t(-7 & 12 & 3)}));
-  EXPECT_EQ(reduce(rows, ReduceOp::Or), (std::vector<std::int16_t>{std::int16_t(300 | -100 | 5), std::int16_t(-7 | 12 | 3)}));
+  EXPECT_EQ(reduce(rows, ReduceOp::And),
+            (std::vector<std::int16_t>{std::int16_t(300 & -100 & 5), std::int16_t(-7 & 12 & 3)}));
+  EXPECT_EQ(reduce(rows, ReduceOp::Or),
+            (std::vector<std::int16_t>{std::int16_t(300 | -100 | 5), std::int16_t(-7 | 12 | 3)}));
 }
 
 TEST(HostReduce, IntegerOverflowWrapsAround) {

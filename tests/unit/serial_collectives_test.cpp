@@ -163,7 +163,6 @@ TEST(SerialCollectives, BadGroupsAreValueErrors) {
   EXPECT_THROW(idist::barrier(idist::Group{2}), idist::ValueError);
 }
 
-
 // The serial model itself (what the free functions dispatch to) checks its arguments as every
 // backend does: an out of the wrong size or type is refused before anything is copied.
 TEST(SerialModel, CollectivesCheckTheirArgumentsLikeEveryBackend) {

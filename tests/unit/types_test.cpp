@@ -14,9 +14,9 @@ using idist::DType;
 using idist::ReduceOp;
 
 TEST(ReduceOpNames, ParsesEveryIgniteName) {
-  const std::vector<std::pair<std::string, ReduceOp>> names = {
-      {"SUM", ReduceOp::Sum}, {"PRODUCT", ReduceOp::Product}, {"MIN", ReduceOp::Min},
-      {"MAX", ReduceOp::Max}, {"AND", ReduceOp::And},         {"OR", ReduceOp::Or}};
+  const std::vector<std::pair<std::string, ReduceOp>> names = {{"SUM", ReduceOp::Sum}, {"PRODUCT", ReduceOp::Product},
+                                                               {"MIN", ReduceOp::Min}, {"MAX", ReduceOp::Max},
+                                                               {"AND", ReduceOp::And}, {"OR", ReduceOp::Or}};
   for (const auto& [name, op] : names) {
     EXPECT_EQ(idist::parse_reduce_op(name), op) << name;
     EXPECT_EQ(idist::to_string(op), name);
@@ -53,11 +53,11 @@ TEST(DTypes, SizesAndNames) {
     bool floating;
   };
   const Row rows[] = {
-      {DType::Bool, 1, "bool", false},       {DType::UInt8, 1, "uint8", false},
-      {DType::Int8, 1, "int8", false},       {DType::Int16, 2, "int16", false},
-      {DType::Int32, 4, "int32", false},     {DType::Int64, 8, "int64", false},
-      {DType::Float16, 2, "float16", true},  {DType::BFloat16, 2, "bfloat16", true},
-      {DType::Float32, 4, "float32", true},  {DType::Float64, 8, "float64", true},
+      {DType::Bool, 1, "bool", false},      {DType::UInt8, 1, "uint8", false},
+      {DType::Int8, 1, "int8", false},      {DType::Int16, 2, "int16", false},
+      {DType::Int32, 4, "int32", false},    {DType::Int64, 8, "int64", false},
+      {DType::Float16, 2, "float16", true}, {DType::BFloat16, 2, "bfloat16", true},
+      {DType::Float32, 4, "float32", true}, {DType::Float64, 8, "float64", true},
   };
   for (const Row& r : rows) {
     EXPECT_EQ(idist::dtype_size(r.t), r.size) << r.name;

@@ -66,8 +66,10 @@ std::vector<std::string> findings(const std::vector<RankTrace>& traces) {
       std::map<int, std::int64_t> last_seq;
       for (const auto& [rank, seqs] : ranks) {
         const auto it = seqs.find(seq);
-        if (it != seqs.end()) at[rank] = it->second;
-        else if (seqs.rbegin()->first < seq) behind.push_back(rank), last_seq[rank] = seqs.rbegin()->first;
+        if (it != seqs.end())
+          at[rank] = it->second;
+        else if (seqs.rbegin()->first < seq)
+          behind.push_back(rank), last_seq[rank] = seqs.rbegin()->first;
       }
       bool differ = false;
       for (const auto& [rank, e] : at) differ = differ || call_of(*e) != call_of(*at.begin()->second);

@@ -20,7 +20,7 @@ struct Entry {
 struct RankTrace {
   int rank = -1;
   int world_size = 0;
-  std::string reason;  ///< the error that made the rank write it
+  std::string reason;          ///< the error that made the rank write it
   std::vector<Entry> entries;  ///< oldest first
 };
 

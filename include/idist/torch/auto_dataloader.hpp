@@ -188,12 +188,13 @@ class DataLoader {
 /// overload in stream_dataloader.hpp.
 /// @throws ValueError for batch_size 0 or a dataset without a size.
 template <class Dataset>
-  requires(!detail::StreamDataset<Dataset>)
-DataLoader<Dataset> auto_dataloader(Dataset dataset, const DataLoaderOptions& opts = {}) {
+requires(!detail::StreamDataset<Dataset>) DataLoader<Dataset> auto_dataloader(Dataset dataset,
+                                                                              const DataLoaderOptions& opts = {}) {
   const auto size = dataset.size();
   if (!size)
-    throw ValueError("auto_dataloader: the map-style dataset has no size; expected a dataset whose size() is known "
-                     "(a dataset without a size should be a stream dataset, whose batches are requested by count)");
+    throw ValueError(
+        "auto_dataloader: the map-style dataset has no size; expected a dataset whose size() is known "
+        "(a dataset without a size should be a stream dataset, whose batches are requested by count)");
   const int ws = get_world_size();
   DataLoaderOptions resolved = detail::adapt_loader_options(opts, ws, get_nproc_per_node(), device());
   std::shared_ptr<EpochSampler> sampler = detail::choose_sampler(resolved, *size, ws, get_rank());

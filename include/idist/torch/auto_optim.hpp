@@ -15,9 +15,10 @@ namespace detail {
 
 /// A torch::optim optimizer, or a shared pointer to one.
 template <class T>
-concept OptimizerLike =
-    std::derived_from<std::remove_cvref_t<T>, torch::optim::Optimizer> ||
-    requires(const std::remove_cvref_t<T>& p) { { p.get() } -> std::convertible_to<const torch::optim::Optimizer*>; };
+concept OptimizerLike = std::derived_from<std::remove_cvref_t<T>, torch::optim::Optimizer> ||
+    requires(const std::remove_cvref_t<T>& p) {
+  { p.get() } -> std::convertible_to<const torch::optim::Optimizer*>;
+};
 
 }  // namespace detail
 
@@ -37,8 +38,7 @@ Optimizer& auto_optim(Optimizer& optimizer) {
 
 /// auto_optim of a temporary optimizer (or of a shared pointer to one): returns it by value.
 template <detail::OptimizerLike Optimizer>
-  requires(!std::is_lvalue_reference_v<Optimizer>)
-Optimizer auto_optim(Optimizer&& optimizer) {
+requires(!std::is_lvalue_reference_v<Optimizer>) Optimizer auto_optim(Optimizer&& optimizer) {
   return std::move(optimizer);
 }
 

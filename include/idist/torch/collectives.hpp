@@ -208,7 +208,8 @@ inline at::Tensor all_gather(const at::Tensor& t, const Group& group = {}) {
     const auto nd = std::size_t(all[pos + 1]);
     shapes[r].assign(all.begin() + std::ptrdiff_t(pos + 2), all.begin() + std::ptrdiff_t(pos + 2 + nd));
     pos += 2 + nd;
-    const bool same_tail = nd == std::size_t(x.dim()) && std::equal(shapes[r].begin() + 1, shapes[r].end(), x.sizes().begin() + 1);
+    const bool same_tail =
+        nd == std::size_t(x.dim()) && std::equal(shapes[r].begin() + 1, shapes[r].end(), x.sizes().begin() + 1);
     if (st != x.scalar_type() || !same_tail)
       throw ValueError(detail::format_message(
           "all_gather: every rank must pass the same dtype and the same sizes except the first dimension; group rank "

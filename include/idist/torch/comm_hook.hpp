@@ -28,8 +28,8 @@ class GradBucket {
  public:
   /// Built by the reducer. `params` and `offsets` (elements into `buffer`) have one entry per
   /// parameter; `last` marks the last bucket of the backward.
-  GradBucket(std::size_t index, at::Tensor buffer, std::vector<at::Tensor> params,
-             std::vector<std::int64_t> offsets, bool last)
+  GradBucket(std::size_t index, at::Tensor buffer, std::vector<at::Tensor> params, std::vector<std::int64_t> offsets,
+             bool last)
       : index_(index),
         buffer_(std::move(buffer)),
         params_(std::move(params)),

@@ -5,11 +5,11 @@
 
 #include <string>
 
+#include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
-#include <ATen/core/Tensor.h>
 
 #include "idist/detail/format.hpp"
 #include "idist/error.hpp"
@@ -44,9 +44,10 @@ inline DType to_dtype(c10::ScalarType t) {
     case c10::ScalarType::Float: return DType::Float32;
     case c10::ScalarType::Double: return DType::Float64;
     default:
-      throw ValueError(detail::format_message("tensor dtype {} is not supported by idist collectives; expected one of "
-                                              "Bool, Byte, Char, Short, Int, Long, Half, BFloat16, Float, Double",
-                                              c10::toString(t)));
+      throw ValueError(
+          detail::format_message("tensor dtype {} is not supported by idist collectives; expected one of "
+                                 "Bool, Byte, Char, Short, Int, Long, Half, BFloat16, Float, Double",
+                                 c10::toString(t)));
   }
 }
 

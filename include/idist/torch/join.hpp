@@ -161,7 +161,7 @@ class JoinSession {
 ///         when a join already runs on it; idist::Error with throw_on_early_termination on every
 ///         rank once one rank has run out of data; what `loop` throws.
 template <detail::ModelHandle Model, class Loop>
-  requires std::is_invocable_v<Loop&>
+requires std::is_invocable_v<Loop&>
 void join(const Model& model, Loop&& loop, const JoinOptions& opts = {}) {
   if (!opts.enable || get_world_size() == 1) {
     loop();
@@ -169,8 +169,9 @@ void join(const Model& model, Loop&& loop, const JoinOptions& opts = {}) {
   }
   std::shared_ptr<detail::Reducer> reducer = detail::reducer_of(model);
   if (!reducer)
-    throw ValueError("join: the model was not prepared by idist::auto_model, so there are no gradient "
-                     "all-reduces to shadow; call idist::auto_model(model) first");
+    throw ValueError(
+        "join: the model was not prepared by idist::auto_model, so there are no gradient "
+        "all-reduces to shadow; call idist::auto_model(model) first");
   const std::shared_ptr<torch::nn::Module> module = detail::module_of(model);
   detail::JoinSession session(reducer, opts);
   loop();

@@ -223,7 +223,7 @@ class PowerSGDState {
     std::vector<at::Tensor> uncompressed;  // views of the bucket
     std::vector<at::Tensor> ps, qs;        // views of p_flat / q_flat
     at::Tensor p_flat, q_flat, rest;
-    at::Tensor input, input_copy;          // the bucket; its copy before compression (error feedback)
+    at::Tensor input, input_copy;  // the bucket; its copy before compression (error feedback)
     std::size_t index = 0;
     bool last = false;
     Work p_work, q_work;  // the all-reduce of P and the rest; then of Q

@@ -309,10 +309,13 @@ class DistributedProxySampler : public detail::ShardedEpochSampler {
 
   /// Wraps a copy of `sampler` (any torch::data::samplers::Sampler<> subclass that is not distributed).
   template <class S>
-    requires(std::derived_from<S, torch::data::samplers::Sampler<>> &&
-             !std::derived_from<S, DistributedSampler> && !std::derived_from<S, DistributedProxySampler>)
-  explicit DistributedProxySampler(S sampler, std::optional<int> num_replicas = std::nullopt,
-                                   std::optional<int> rank = std::nullopt)
+  requires(
+      std::derived_from<S, torch::data::samplers::Sampler<>> && !std::derived_from<S, DistributedSampler> &&
+      !std::derived_from<S, DistributedProxySampler>) explicit DistributedProxySampler(S sampler,
+                                                                                       std::optional<int> num_replicas =
+                                                                                           std::nullopt,
+                                                                                       std::optional<int> rank =
+                                                                                           std::nullopt)
       : DistributedProxySampler(std::make_shared<S>(std::move(sampler)), num_replicas, rank) {}
 
   /// Indices per rank and epoch (ignite's num_samples), once the wrapped sampler's length is known

@@ -40,7 +40,7 @@ concept StreamDataset = std::is_same_v<typename D::BatchRequestType, std::size_t
 /// stream: leave the loop after the steps you want, as with ignite's epoch_length). Iterate with
 /// range-for. Move-only; one iteration at a time (LibTorch's rule).
 template <class Dataset>
-  requires detail::StreamDataset<Dataset>
+requires detail::StreamDataset<Dataset>
 class StreamDataLoader {
  public:
   /// LibTorch's loader type inside.
@@ -81,11 +81,12 @@ class StreamDataLoader {
 /// `shuffle` does not apply to a stream and is ignored.
 /// @throws ValueError for batch_size 0, or a sampler in `opts` (a stream takes none).
 template <class Dataset>
-  requires detail::StreamDataset<Dataset>
-StreamDataLoader<Dataset> auto_dataloader(Dataset dataset, const DataLoaderOptions& opts = {}) {
+requires detail::StreamDataset<Dataset> StreamDataLoader<Dataset> auto_dataloader(Dataset dataset,
+                                                                                  const DataLoaderOptions& opts = {}) {
   if (opts.sampler)
-    throw ValueError("auto_dataloader: a stream dataset takes no sampler (its batches are requested by count), but "
-                     "a sampler was given; shard the stream inside the dataset instead");
+    throw ValueError(
+        "auto_dataloader: a stream dataset takes no sampler (its batches are requested by count), but "
+        "a sampler was given; shard the stream inside the dataset instead");
   const int ws = get_world_size();
   DataLoaderOptions resolved = detail::adapt_loader_options(opts, ws, get_nproc_per_node(), device());
   resolved.shuffle = false;

@@ -32,17 +32,20 @@ namespace core::debug {
 Settings read_settings(const std::optional<DebugLevel>& requested) {
   Settings s;
   const char* level = std::getenv("IDIST_DISTRIBUTED_DEBUG");
-  if (requested) s.level = *requested;
-  else if (level && *level) s.level = parse_debug_level(level);
+  if (requested)
+    s.level = *requested;
+  else if (level && *level)
+    s.level = parse_debug_level(level);
   const char* dir = std::getenv("IDIST_TRACE_DIR");
   if (dir && *dir) s.trace_dir = dir;
   if (const char* n = std::getenv("IDIST_TRACE_BUFFER"); n && *n) {
     char* end = nullptr;
     const long long v = std::strtoll(n, &end, 10);
     if (*end != '\0' || v < 1 || v > 10'000'000)
-      throw ValueError(fmt::format("IDIST_TRACE_BUFFER should be a number of collectives in [1, 10000000], but "
-                                   "given '{}'",
-                                   n));
+      throw ValueError(
+          fmt::format("IDIST_TRACE_BUFFER should be a number of collectives in [1, 10000000], but "
+                      "given '{}'",
+                      n));
     s.trace_buffer = std::size_t(v);
   }
   return s;

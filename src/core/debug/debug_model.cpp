@@ -51,8 +51,13 @@ class TracedWork final : public idist::detail::WorkImpl {
  public:
   TracedWork(Work inner, std::shared_ptr<Diagnostics> d, Fingerprint fp, Group group, std::string name,
              std::uint64_t id, int world_size)
-      : inner_(std::move(inner)), d_(std::move(d)), fp_(fp), group_(std::move(group)), name_(std::move(name)),
-        id_(id), world_size_(world_size) {}
+      : inner_(std::move(inner)),
+        d_(std::move(d)),
+        fp_(fp),
+        group_(std::move(group)),
+        name_(std::move(name)),
+        id_(id),
+        world_size_(world_size) {}
 
   bool test() override { return inner_.is_completed(); }
 
@@ -146,8 +151,8 @@ Work DebugModel::run_async(Call& call, Issue issue) {
   } catch (...) {
     fail_current(*diag_, call.id, call.fp, *call.group, world_size(), call.name);
   }
-  auto impl = std::make_shared<TracedWork>(std::move(work), diag_, call.fp, *call.group, call.name, call.id,
-                                           world_size());
+  auto impl =
+      std::make_shared<TracedWork>(std::move(work), diag_, call.fp, *call.group, call.name, call.id, world_size());
   return Work(std::move(impl), to_string(Collective(call.fp.collective)), rank(), timeout() + kWorkGrace);
 }
 

@@ -13,7 +13,7 @@ inline constexpr std::size_t kDefaultTraceBuffer = 2000;
 
 struct Settings {
   DebugLevel level = DebugLevel::Off;
-  std::string trace_dir;                          ///< IDIST_TRACE_DIR; empty: summaries on stderr
+  std::string trace_dir;                           ///< IDIST_TRACE_DIR; empty: summaries on stderr
   std::size_t trace_buffer = kDefaultTraceBuffer;  ///< IDIST_TRACE_BUFFER
   /// Whether collectives go through the debug wrapper: any level but Off, or a trace directory.
   bool wrapped() const noexcept { return level != DebugLevel::Off || !trace_dir.empty(); }

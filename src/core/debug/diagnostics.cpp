@@ -30,8 +30,8 @@ void Diagnostics::assign_seq(Fingerprint& call) {
 
 std::string Diagnostics::laggards(const Fingerprint& call, const std::vector<int>& members,
                                   const std::string& group) noexcept {
-  const std::string where = fmt::format("rank {} was at seq {} of group {} ({})", rank_, call.seq, group,
-                                        call.describe());
+  const std::string where =
+      fmt::format("rank {} was at seq {} of group {} ({})", rank_, call.seq, group, call.describe());
   try {
 #if IDIST_HAVE_GLOO || IDIST_HAVE_NCCL  // the store is built with either
     std::lock_guard lock(mutex_);
@@ -45,16 +45,18 @@ std::string Diagnostics::laggards(const Fingerprint& call, const std::vector<int
           continue;
         }
         const long long seq = std::stoll(store_->get_string(key));
-        if (seq < call.seq) behind += fmt::format("{}rank {} (last started seq {})", behind.empty() ? "" : ", ", r, seq);
+        if (seq < call.seq)
+          behind += fmt::format("{}rank {} (last started seq {})", behind.empty() ? "" : ", ", r, seq);
       }
       if (behind.empty()) return fmt::format("; {}; every other rank of the group started it", where);
       return fmt::format("; {}; ranks that have not reached it: {}", where, behind);
     }
 #endif
     (void)members;
-    return fmt::format("; {} (this backend has no store through which to ask the other ranks: compare the ranks' "
-                       "flight recorder dumps with idist_trace)",
-                       where);
+    return fmt::format(
+        "; {} (this backend has no store through which to ask the other ranks: compare the ranks' "
+        "flight recorder dumps with idist_trace)",
+        where);
   } catch (const std::exception& e) {
     return fmt::format("; {} (the other ranks' progress could not be read: {})", where, e.what());
   }

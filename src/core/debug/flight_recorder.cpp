@@ -62,9 +62,12 @@ namespace {
 std::string json_string(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
-    if (c == '"' || c == '\\') out += {'\\', c};
-    else if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", int(c));
-    else out += c;
+    if (c == '"' || c == '\\')
+      out += {'\\', c};
+    else if (static_cast<unsigned char>(c) < 0x20)
+      out += fmt::format("\\u{:04x}", int(c));
+    else
+      out += c;
   }
   return out + "\"";
 }
@@ -72,8 +75,9 @@ std::string json_string(const std::string& s) {
 }  // namespace
 
 std::string FlightRecorder::to_json(const std::string& reason) const {
-  std::string out = fmt::format("{{\"rank\": {}, \"world_size\": {}, \"backend\": {}, \"reason\": {},\n\"entries\": [\n",
-                                rank_, world_size_, json_string(backend_), json_string(reason));
+  std::string out =
+      fmt::format("{{\"rank\": {}, \"world_size\": {}, \"backend\": {}, \"reason\": {},\n\"entries\": [\n", rank_,
+                  world_size_, json_string(backend_), json_string(reason));
   const std::vector<TraceEntry> all = entries();
   for (std::size_t i = 0; i < all.size(); ++i) {
     const TraceEntry& e = all[i];
@@ -93,8 +97,8 @@ void FlightRecorder::dump(const std::string& reason, const std::string& dir) con
   try {
     if (dir.empty()) {
       const std::vector<TraceEntry> all = entries();
-      std::string s = fmt::format("idist flight recorder, rank {}: {} (last {} of {} recorded collectives):\n",
-                                  rank_, reason, std::min<std::size_t>(all.size(), 5), all.size());
+      std::string s = fmt::format("idist flight recorder, rank {}: {} (last {} of {} recorded collectives):\n", rank_,
+                                  reason, std::min<std::size_t>(all.size(), 5), all.size());
       for (std::size_t i = all.size() > 5 ? all.size() - 5 : 0; i < all.size(); ++i)
         s += fmt::format("  group {}: {} [{}]\n", all[i].group, all[i].call.describe(), to_string(all[i].state));
       s += "  (set IDIST_TRACE_DIR to write every rank's trace for idist_trace)\n";

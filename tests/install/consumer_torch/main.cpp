@@ -16,8 +16,10 @@ int main() {
     torch::manual_seed(0);
     auto model = idist::auto_model(std::make_shared<torch::nn::LinearImpl>(4, 2));
     auto optimizer = idist::auto_optim(std::make_shared<torch::optim::SGD>(model->parameters(), 0.1));
-    auto dataset = torch::data::datasets::TensorDataset(torch::randn({10, 4})).map(torch::data::transforms::Stack<torch::data::TensorExample>());
-    auto loader = idist::auto_dataloader(std::move(dataset), idist::DataLoaderOptions{.batch_size = 4, .drop_last = false});
+    auto dataset = torch::data::datasets::TensorDataset(torch::randn({10, 4}))
+                       .map(torch::data::transforms::Stack<torch::data::TensorExample>());
+    auto loader =
+        idist::auto_dataloader(std::move(dataset), idist::DataLoaderOptions{.batch_size = 4, .drop_last = false});
     loader.set_epoch(0);
     std::int64_t seen = 0;
     for (auto& batch : loader) {

@@ -113,21 +113,23 @@ inline std::size_t walk_batch_norms(torch::nn::Module& parent, const std::string
 ///         BatchNorm of the tree cannot be replaced; the message names each one.
 inline std::size_t convert_sync_batchnorm(torch::nn::Module& module, const Group& group = {}) {
   if (detail::is_batch_norm(module))
-    throw ValueError(idist::detail::format_message("convert_sync_batchnorm: the model itself is a {}, which cannot be "
-                                                   "replaced in place; wrap it in a torch::nn::Sequential or use "
-                                                   "idist::nn::SyncBatchNorm directly",
-                                                   module.name()));
+    throw ValueError(
+        idist::detail::format_message("convert_sync_batchnorm: the model itself is a {}, which cannot be "
+                                      "replaced in place; wrap it in a torch::nn::Sequential or use "
+                                      "idist::nn::SyncBatchNorm directly",
+                                      module.name()));
   std::vector<std::string> blocked;
   detail::walk_batch_norms(module, "", group, /*apply=*/false, blocked);
   if (!blocked.empty()) {
     std::string list;
     for (const auto& b : blocked) list += (list.empty() ? "" : "; ") + b;
-    throw ValueError(idist::detail::format_message("convert_sync_batchnorm: {} BatchNorm module(s) cannot be replaced by "
-                                            "SyncBatchNorm: {}",
-                                            blocked.size(), list) +
-                     ". Only BatchNorm entries of Sequential / ModuleList / ModuleDict and registered children "
-                     "that no member holds can be replaced; build these with idist::nn::SyncBatchNorm, or hold "
-                     "them in a torch::nn::Sequential");
+    throw ValueError(
+        idist::detail::format_message("convert_sync_batchnorm: {} BatchNorm module(s) cannot be replaced by "
+                                      "SyncBatchNorm: {}",
+                                      blocked.size(), list) +
+        ". Only BatchNorm entries of Sequential / ModuleList / ModuleDict and registered children "
+        "that no member holds can be replaced; build these with idist::nn::SyncBatchNorm, or hold "
+        "them in a torch::nn::Sequential");
   }
   return detail::walk_batch_norms(module, "", group, /*apply=*/true, blocked);
 }

@@ -79,9 +79,7 @@ struct SyncBatchNormOptions {
 namespace detail {
 
 /// Number of ranks in `group` (the world size for the world).
-inline int group_size(const Group& group) {
-  return group.is_world() ? get_world_size() : int(group.ranks().size());
-}
+inline int group_size(const Group& group) { return group.is_world() ? get_world_size() : int(group.ranks().size()); }
 
 /// The autograd function of SyncBatchNorm in training mode (torch/nn/modules/_functions.py's
 /// SyncBatchNorm): forward all-gathers the per-rank count, mean and invstd, backward all-reduces
@@ -190,8 +188,8 @@ struct SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFun
         const at::Tensor xmu = x - shape_c(mean, dims);
         at::Tensor scale = invstd;
         if (weight.defined()) scale = scale * weight;
-        grad_input = (dy - shape_c(mean_dy, dims) - xmu * shape_c(invstd.square() * mean_dy_xmu, dims)) *
-                     shape_c(scale, dims);
+        grad_input =
+            (dy - shape_c(mean_dy, dims) - xmu * shape_c(invstd.square() * mean_dy_xmu, dims)) * shape_c(scale, dims);
       } else {
         grad_input = at::zeros_like(x);
       }
@@ -245,11 +243,10 @@ class SyncBatchNormImpl : public torch::nn::Cloneable<SyncBatchNormImpl> {
   void reset() override {
     const int64_t c = options.num_features();
     const bool track = options.track_running_stats();
-    register_state(options.affine() ? torch::empty({c}) : torch::Tensor(),
-                   options.affine() ? torch::empty({c}) : torch::Tensor(), track ? torch::zeros({c}) : torch::Tensor(),
-                   track ? torch::ones({c}) : torch::Tensor(),
-                   track ? torch::tensor(0, torch::dtype(torch::kLong)) : torch::Tensor(), options.affine(),
-                   options.affine());
+    register_state(
+        options.affine() ? torch::empty({c}) : torch::Tensor(), options.affine() ? torch::empty({c}) : torch::Tensor(),
+        track ? torch::zeros({c}) : torch::Tensor(), track ? torch::ones({c}) : torch::Tensor(),
+        track ? torch::tensor(0, torch::dtype(torch::kLong)) : torch::Tensor(), options.affine(), options.affine());
     reset_parameters();
   }
 
