@@ -66,19 +66,12 @@ void apply(void* out, const void* a, const void* b, std::size_t n) {
 }
 
 // bool is reduced on its bytes, normalised to 0 / 1 so that any non-zero byte counts as true.
-void logical_and(void* out, const void* a, const void* b, std::size_t n) {
-  auto* o = static_cast<std::uint8_t*>(out);
-  const auto* x = static_cast<const std::uint8_t*>(a);
-  const auto* y = static_cast<const std::uint8_t*>(b);
-  for (std::size_t i = 0; i < n; ++i) o[i] = std::uint8_t(x[i] != 0 && y[i] != 0);
-}
-
-void logical_or(void* out, const void* a, const void* b, std::size_t n) {
-  auto* o = static_cast<std::uint8_t*>(out);
-  const auto* x = static_cast<const std::uint8_t*>(a);
-  const auto* y = static_cast<const std::uint8_t*>(b);
-  for (std::size_t i = 0; i < n; ++i) o[i] = std::uint8_t(x[i] != 0 || y[i] != 0);
-}
+struct LogicalAnd {
+  std::uint8_t operator()(std::uint8_t a, std::uint8_t b) const { return std::uint8_t(a != 0 && b != 0); }
+};
+struct LogicalOr {
+  std::uint8_t operator()(std::uint8_t a, std::uint8_t b) const { return std::uint8_t(a != 0 || b != 0); }
+};
 
 template <DType D, ReduceOp Op>
 void sixteen(void* out, const void* a, const void* b, std::size_t n) {
@@ -115,7 +108,7 @@ ReduceFn sixteen_bit(ReduceOp op) {
 
 ReduceFn boolean(ReduceOp op) {
   const bool any = op == ReduceOp::Sum || op == ReduceOp::Max || op == ReduceOp::Or;
-  return any ? &logical_or : &logical_and;
+  return any ? &apply<std::uint8_t, LogicalOr> : &apply<std::uint8_t, LogicalAnd>;
 }
 
 }  // namespace

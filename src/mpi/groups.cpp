@@ -10,7 +10,6 @@ namespace idist::mpi_backend {
 
 GroupComm split_group(const std::vector<int>& sorted, MPI_Comm world, int world_rank) {
   GroupComm g;
-  g.ranks = sorted;
   g.label = Group(sorted).str();
   const auto pos = std::lower_bound(sorted.begin(), sorted.end(), world_rank);
   const bool member = pos != sorted.end() && *pos == world_rank;

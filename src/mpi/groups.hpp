@@ -13,7 +13,6 @@ namespace idist::mpi_backend {
 struct GroupComm {
   MPI_Comm comm = MPI_COMM_NULL;  ///< MPI_COMM_NULL when this rank is not a member
   int rank = -1;                  ///< this rank's position in `ranks`, -1 when not a member
-  std::vector<int> ranks;         ///< member world ranks, ascending (communicator rank order)
   std::string label;              ///< "[0, 2, 5]": how messages (the watchdog's) name the group
 };
 

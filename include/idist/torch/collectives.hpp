@@ -41,12 +41,8 @@ namespace detail {
 /// Where the current backend reads tensors: the host, or idist::device() for nccl.
 inline c10::Device comm_device(const ComputationModel& m) { return to_torch_device(m.buffer_device()); }
 
-/// "[2, 3, 4]", for messages.
-inline std::string shape_str(c10::IntArrayRef sizes) {
-  std::string s;
-  for (std::size_t i = 0; i < sizes.size(); ++i) s += format_message("{}{}", i ? ", " : "", sizes[i]);
-  return format_message("[{}]", s);
-}
+/// "[2, 3, 4]", for messages (c10's own printing of a size list).
+inline std::string shape_str(c10::IntArrayRef sizes) { return c10::str(sizes); }
 
 /// Throws ValueError unless `t` is defined and has a supported dtype. `fn` names the collective.
 inline DType checked_dtype(const at::Tensor& t, std::string_view fn) {
