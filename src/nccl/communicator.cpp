@@ -55,6 +55,30 @@ Communicator::~Communicator() {
   if (stream_) (void)cudaStreamDestroy(stream_);
   if (barrier_scratch_) (void)cudaFree(barrier_scratch_);
   if (ready_event_) (void)cudaEventDestroy(ready_event_);
+  for (cudaEvent_t e : free_events_) (void)cudaEventDestroy(e);
+}
+
+cudaEvent_t Communicator::take_event() {
+  {
+    std::lock_guard lock(event_mutex_);
+    if (!free_events_.empty()) {
+      cudaEvent_t e = free_events_.back();
+      free_events_.pop_back();
+      return e;
+    }
+  }
+  cudaEvent_t e = nullptr;
+  check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  return e;
+}
+
+void Communicator::give_event(cudaEvent_t event) noexcept {
+  std::lock_guard lock(event_mutex_);
+  try {
+    free_events_.push_back(event);
+  } catch (...) {
+    (void)cudaEventDestroy(event);
+  }
 }
 
 std::shared_ptr<Communicator> Communicator::init_rank(const UniqueIdBytes& id, int nranks, int rank, Info info,
@@ -156,11 +180,16 @@ void Communicator::wait_ready(ncclComm_t other, std::string_view what, Clock::ti
 }
 
 std::unique_lock<std::recursive_mutex> Communicator::lock_for_issue() {
-  std::unique_lock lock(issue_mutex_);
-  if (aborted()) {
+  const auto throw_if_aborted = [this] {
+    if (!aborted()) return;
     if (auto f = failure()) std::rethrow_exception(f);
     throw BackendError(fmt::format("nccl: the {} communicator was aborted", info_.name));
-  }
+  };
+  // Checked before the lock too: an abort in progress holds it inside ncclCommAbort, which can wait
+  // for the device, and a later collective must fail at once rather than queue behind it.
+  throw_if_aborted();
+  std::unique_lock lock(issue_mutex_);
+  throw_if_aborted();
   return lock;
 }
 
@@ -212,15 +241,25 @@ ncclResult_t Communicator::async_error() const noexcept {
 }
 
 void Communicator::abort(std::exception_ptr reason) noexcept {
+  request_abort(std::move(reason));
+  finish_abort();
+}
+
+void Communicator::request_abort(std::exception_ptr reason) noexcept {
   {
     std::lock_guard lock(failure_mutex_);
     if (!failure_) failure_ = std::move(reason);
   }
-  if (abort_requested_.exchange(true, std::memory_order_acq_rel)) return;
+  abort_requested_.store(true, std::memory_order_release);
+}
+
+void Communicator::finish_abort() noexcept {
+  if (!aborted()) return;
   // Issuers poll abort_requested_ while settling, so this lock is released promptly.
   std::lock_guard lock(issue_mutex_);
+  if (!comm_) return;
   DeviceGuard guard(info_.device);
-  if (comm_) (void)ncclCommAbort(comm_);
+  (void)ncclCommAbort(comm_);
   comm_ = nullptr;
 }
 

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "nccl/unique_id.hpp"
 
@@ -62,6 +63,13 @@ class Communicator {
   /// Event recorded on the caller's stream before each collective; used under lock_for_issue() only
   /// (cudaStreamWaitEvent captures the record, so one event serves every collective).
   cudaEvent_t ready_event() const noexcept { return ready_event_; }
+  /// An event (timing disabled) for one collective's end, from the communicator's pool: creating
+  /// and destroying one per collective costs about as much as recording it. Give it back with
+  /// give_event() when the collective is done with it.
+  /// @throws BackendError when CUDA cannot create one.
+  cudaEvent_t take_event();
+  /// Returns an event from take_event() to the pool (re-recording a pending event is allowed).
+  void give_event(cudaEvent_t event) noexcept;
 
   /// Held while enqueuing work. Throws the recorded failure when the communicator was aborted.
   std::unique_lock<std::recursive_mutex> lock_for_issue();
@@ -82,8 +90,14 @@ class Communicator {
 
   /// Records `reason` (the first one wins) and aborts the communicator with ncclCommAbort. Local,
   /// never waits for peers; waits only for an issuing thread to leave lock_for_issue(), which polls
-  /// the abort flag. Idempotent.
+  /// the abort flag, and for ncclCommAbort (which can wait for the device). Idempotent.
   void abort(std::exception_ptr reason) noexcept;
+  /// Records `reason` and sets the abort flag at once, leaving ncclCommAbort to finish_abort() on
+  /// another thread (the watchdog's): a caller past its deadline throws without waiting for the
+  /// device. Every later collective fails at once with `reason`.
+  void request_abort(std::exception_ptr reason) noexcept;
+  /// Runs ncclCommAbort once an abort was requested and not yet carried out; otherwise nothing.
+  void finish_abort() noexcept;
 
   /// Collective teardown: ncclCommFinalize, then ncclCommDestroy once quiescent; aborts past `deadline`.
   void finalize(Clock::time_point deadline) noexcept;
@@ -101,6 +115,8 @@ class Communicator {
   cudaStream_t stream_ = nullptr;
   void* barrier_scratch_ = nullptr;
   cudaEvent_t ready_event_ = nullptr;
+  std::mutex event_mutex_;
+  std::vector<cudaEvent_t> free_events_;
   int rank_ = 0;
   int size_ = 0;
   Info info_;

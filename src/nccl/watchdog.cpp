@@ -45,7 +45,10 @@ void Watchdog::poll_once() {
   }
 
   for (const auto& c : comms) {
-    if (c->aborted()) continue;
+    if (c->aborted()) {
+      c->finish_abort();  // requested by a waiter past its deadline; ncclCommAbort may wait for the device
+      continue;
+    }
     const ncclResult_t state = c->async_error();
     if (state == ncclSuccess || state == ncclInProgress) continue;
     c->abort(std::make_exception_ptr(BackendError(
@@ -69,13 +72,8 @@ void Watchdog::poll_once() {
       continue;
     }
     if (now >= op->deadline) {
-      const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(now - op->start).count();
-      const auto limit = std::chrono::duration_cast<std::chrono::milliseconds>(op->deadline - op->start).count();
-      op->comm->abort(std::make_exception_ptr(TimeoutError(
-          fmt::format("{} on rank {} (nccl, communicator {}) did not complete within {} ms (elapsed {} ms since it was "
-                      "issued); the communicator was aborted. A peer may have died, hung, or issued a different "
-                      "collective.",
-                      op->name, op->comm->info().world_rank, op->comm->info().name, limit, elapsed))));
+      op->expire(now);
+      op->comm->finish_abort();
       finished.push_back(op.get());
     }
   }

@@ -12,7 +12,7 @@
 namespace idist::nccl_backend {
 
 OpState::~OpState() {
-  if (end) (void)cudaEventDestroy(end);  // fine while pending: released once it fires
+  if (end && comm) comm->give_event(end);
 }
 
 bool OpState::event_done() const {
@@ -32,6 +32,18 @@ void OpState::complete() {
   keep_alive.clear();
 }
 
+void OpState::expire(Clock::time_point now) const {
+  using std::chrono::duration_cast;
+  using std::chrono::milliseconds;
+  const auto elapsed = duration_cast<milliseconds>(now - start).count();
+  const auto limit = duration_cast<milliseconds>(deadline - start).count();
+  comm->request_abort(std::make_exception_ptr(TimeoutError(
+      fmt::format("{} on rank {} (nccl, communicator {}) did not complete within {} ms (elapsed {} ms since it was "
+                  "issued); the communicator was aborted. A peer may have died, hung, or issued a different "
+                  "collective.",
+                  name, comm->info().world_rank, comm->info().name, limit, elapsed))));
+}
+
 bool NcclWork::test() {
   if (state_->event_done()) {
     state_->complete();
@@ -40,16 +52,25 @@ bool NcclWork::test() {
   return state_->comm->aborted();
 }
 
-bool NcclWork::wait_until(std::chrono::steady_clock::time_point deadline) {
-  const Communicator& comm = *state_->comm;
+bool NcclWork::wait_until(std::chrono::steady_clock::time_point deadline) { return state_->wait_until(deadline); }
+
+bool OpState::wait_until(Clock::time_point wait_deadline) {
   for (int round = 0;; ++round) {
-    if (state_->event_done()) break;
-    if (comm.aborted()) {
-      if (auto f = comm.failure()) std::rethrow_exception(f);
-      throw BackendError(fmt::format("nccl: {} on rank {}: the {} communicator was aborted", state_->name,
-                                     comm.info().world_rank, comm.info().name));
+    if (event_done()) break;
+    if (comm->aborted()) {
+      if (auto f = comm->failure()) std::rethrow_exception(f);
+      throw BackendError(fmt::format("nccl: {} on rank {}: the {} communicator was aborted", name,
+                                     comm->info().world_rank, comm->info().name));
     }
-    if (std::chrono::steady_clock::now() >= deadline) return false;
+    const auto now = Clock::now();
+    if (now >= wait_deadline) {
+      // Past the op's own deadline, the waiter does what the watchdog would at its next poll, so
+      // that the caller gets the same error and later collectives fail at once. A shorter wait
+      // (Work::wait(timeout)) only gives up waiting: the op may still finish.
+      if (now < deadline) return false;
+      expire(now);
+      std::rethrow_exception(comm->failure());
+    }
     // Spin briefly for small collectives, then sleep so that long waits cost no CPU.
     if (round < 100)
       std::this_thread::yield();
@@ -58,12 +79,12 @@ bool NcclWork::wait_until(std::chrono::steady_clock::time_point deadline) {
   }
   {
     // Device work the caller enqueues next on its stream runs after the collective.
-    DeviceGuard guard(comm.info().device);
-    auto caller = static_cast<cudaStream_t>(caller_stream(comm.info().device));
-    check_cuda(cudaStreamWaitEvent(caller, state_->end, 0),
-               "cudaStreamWaitEvent (caller's stream on " + state_->name + ")");
+    DeviceGuard guard(comm->info().device);
+    auto caller = static_cast<cudaStream_t>(caller_stream(comm->info().device));
+    if (const cudaError_t rc = cudaStreamWaitEvent(caller, end, 0); rc != cudaSuccess)
+      throw_cuda(rc, "cudaStreamWaitEvent (caller's stream on " + name + ")");
   }
-  state_->complete();
+  complete();
   return true;
 }
 

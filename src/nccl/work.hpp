@@ -22,7 +22,7 @@ struct OpState {
 
   std::string name;                                ///< "all_reduce", ...
   std::shared_ptr<Communicator> comm;              ///< keeps the communicator and its stream alive
-  cudaEvent_t end = nullptr;                       ///< recorded on the communication stream after the op
+  cudaEvent_t end = nullptr;                       ///< from comm's pool, recorded on its stream after the op
   Clock::time_point start;                         ///< when it was issued
   Clock::time_point deadline;                      ///< start + the initialize() timeout; the watchdog aborts past it
   std::vector<std::shared_ptr<void>> keep_alive;   ///< pinned blocks, device scratch
@@ -35,8 +35,16 @@ struct OpState {
 
   /// True once `end` has fired. @throws BackendError when CUDA reports an error instead.
   bool event_done() const;
+  /// Waits until `end` fired (then orders the caller's stream after it and runs complete()) or
+  /// `deadline` passed (returns false). Past the op's own deadline it expires the op and throws.
+  /// @throws the communicator's failure once it was aborted; TimeoutError past `this->deadline`.
+  bool wait_until(Clock::time_point deadline);
   /// Runs on_complete once (after event_done()) and releases the staging memory.
   void complete();
+  /// The op ran past its deadline at `now`: requests the abort of its communicator with a
+  /// TimeoutError naming the op, rank, communicator, limit and elapsed time (the first reason
+  /// recorded wins). The watchdog carries out the abort.
+  void expire(Clock::time_point now) const;
 
  private:
   std::mutex mutex_;
