@@ -190,7 +190,7 @@ void NCCLModel::check_device_buffer(std::string_view op, std::string_view arg, c
   check_buffer_device(op, arg, dev, device());
 }
 
-Work NCCLModel::do_all_reduce(Buffer data, ReduceOp op, const Group& group) {
+Work NCCLModel::all_reduce_op(Buffer data, ReduceOp op, const Group& group, Completion how) {
   const ReducePlan plan = plan_all_reduce(data.dtype, op);
   data.device = placement("all_reduce", "data", data.data, data.bytes(), data.device);
   std::shared_ptr<Communicator> comm = comm_for(group, "all_reduce");
@@ -201,10 +201,10 @@ Work NCCLModel::do_all_reduce(Buffer data, ReduceOp op, const Group& group) {
     o.nccl(ncclAllReduce(d, d, data.count, plan.type, plan.op, o.handle(), o.stream()));
   else
     all_reduce_on_host(o, d, data.count, data.dtype, op, comm->size());
-  return o.finish();
+  return o.finish(how);
 }
 
-Work NCCLModel::do_all_gather(ConstBuffer in, Buffer out, const Group& group) {
+Work NCCLModel::all_gather_op(ConstBuffer in, Buffer out, const Group& group, Completion how) {
   in.device = placement("all_gather", "in", in.data, in.bytes(), in.device);
   out.device = placement("all_gather", "out", out.data, out.bytes(), out.device);
   std::shared_ptr<Communicator> comm = comm_for(group, "all_gather");
@@ -214,7 +214,7 @@ Work NCCLModel::do_all_gather(ConstBuffer in, Buffer out, const Group& group) {
   void* dout = o.output(out);
   // Data movement only: bytes serve every element type, int16 and bool included.
   o.nccl(ncclAllGather(din, dout, in.bytes(), ncclUint8, o.handle(), o.stream()));
-  return o.finish();
+  return o.finish(how);
 }
 
 Work NCCLModel::do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, int me,
@@ -246,24 +246,46 @@ Work NCCLModel::do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std:
   return o.finish();
 }
 
-Work NCCLModel::do_broadcast(Buffer data, int, int root, const Group& group) {
+Work NCCLModel::broadcast_op(Buffer data, int root, const Group& group, Completion how) {
   data.device = placement("broadcast", "data", data.data, data.bytes(), data.device);
   std::shared_ptr<Communicator> comm = comm_for(group, "broadcast");
   if (data.count == 0) return Work{};
   Op o("broadcast", comm, op_context());
   void* d = o.inout(data);
   o.nccl(ncclBroadcast(d, d, data.bytes(), ncclUint8, root, o.handle(), o.stream()));
-  return o.finish();
+  return o.finish(how);
 }
 
-Work NCCLModel::do_barrier(const Group& group) {
+Work NCCLModel::barrier_op(const Group& group, Completion how) {
   std::shared_ptr<Communicator> comm = comm_for(group, "barrier");
   // A one-element all-reduce on this rank's device: completes once every rank has contributed.
   Op o("barrier", comm, op_context());
   o.nccl(
       ncclAllReduce(comm->barrier_scratch(), comm->barrier_scratch(), 1, ncclFloat32, ncclSum, o.handle(), o.stream()));
-  return o.finish();
+  return o.finish(how);
 }
+
+// The public forms: a Work to wait on, or waited for inside the call.
+Work NCCLModel::do_all_reduce(Buffer data, ReduceOp op, const Group& group) {
+  return all_reduce_op(data, op, group, Completion::Async);
+}
+void NCCLModel::do_all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) {
+  all_reduce_op(data, op, group, Completion::Wait);
+}
+Work NCCLModel::do_all_gather(ConstBuffer in, Buffer out, const Group& group) {
+  return all_gather_op(in, out, group, Completion::Async);
+}
+void NCCLModel::do_all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) {
+  all_gather_op(in, out, group, Completion::Wait);
+}
+Work NCCLModel::do_broadcast(Buffer data, int, int root, const Group& group) {
+  return broadcast_op(data, root, group, Completion::Async);
+}
+void NCCLModel::do_broadcast_blocking(Buffer data, int, int root, const Group& group) {
+  broadcast_op(data, root, group, Completion::Wait);
+}
+Work NCCLModel::do_barrier(const Group& group) { return barrier_op(group, Completion::Async); }
+void NCCLModel::do_barrier_blocking(const Group& group) { barrier_op(group, Completion::Wait); }
 
 std::unique_ptr<ComputationModel> create(const InitOptions& opts) { return std::make_unique<NCCLModel>(opts); }
 

@@ -51,6 +51,11 @@ class NCCLModel final : public ComputationModel {
                        const Group& group) override;
   Work do_broadcast(Buffer data, int src, int root, const Group& group) override;
   Work do_barrier(const Group& group) override;
+  // The blocking forms wait inside the call: no Work, no watchdog entry (Op::finish(Completion::Wait)).
+  void do_all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) override;
+  void do_all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) override;
+  void do_broadcast_blocking(Buffer data, int src, int root, const Group& group) override;
+  void do_barrier_blocking(const Group& group) override;
 
  private:
   // The communicator of `group` (created by group_rank() on first use).
@@ -62,6 +67,11 @@ class NCCLModel final : public ComputationModel {
   Device placement(std::string_view op, std::string_view arg, const void* data, std::size_t bytes,
                    const Device& dev) const;
   OpContext op_context() const;
+  // One body per collective for both completions (see the do_* forms).
+  Work all_reduce_op(Buffer data, ReduceOp op, const Group& group, Completion how);
+  Work all_gather_op(ConstBuffer in, Buffer out, const Group& group, Completion how);
+  Work broadcast_op(Buffer data, int root, const Group& group, Completion how);
+  Work barrier_op(const Group& group, Completion how);
   void shutdown(bool collective) noexcept;
 
   int device_ = 0;

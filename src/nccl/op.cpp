@@ -43,9 +43,8 @@ Op::~Op() {
   // alive until the stream is past it, under the watchdog's deadline like any other op.
   try {
     stream_scratch_.clear();
-    if (!state_->end && cudaEventCreateWithFlags(&state_->end, cudaEventDisableTiming) == cudaSuccess &&
-        cudaEventRecord(state_->end, comm_->stream()) == cudaSuccess && ctx_.watchdog)
-      ctx_.watchdog->track(state_);
+    if (!state_->end) state_->end = comm_->take_event();
+    if (cudaEventRecord(state_->end, comm_->stream()) == cudaSuccess && ctx_.watchdog) ctx_.watchdog->track(state_);
   } catch (...) {
   }
 }
@@ -107,10 +106,11 @@ void Op::nccl_queued(ncclResult_t res) {
 
 void Op::copy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
   if (bytes == 0) return;
-  check_cuda(cudaMemcpyAsync(dst, src, bytes, kind, comm_->stream()), "cudaMemcpyAsync (" + state_->name + ")");
+  if (const cudaError_t rc = cudaMemcpyAsync(dst, src, bytes, kind, comm_->stream()); rc != cudaSuccess)
+    throw_cuda(rc, "cudaMemcpyAsync (" + state_->name + ")");
 }
 
-Work Op::finish() {
+void Op::enqueue_end() {
   for (const HostOut& h : host_outputs_) {
     std::shared_ptr<void> block = pinned(h.bytes);
     copy(block.get(), h.device, h.bytes, cudaMemcpyDeviceToHost);
@@ -118,11 +118,25 @@ Work Op::finish() {
         [user = h.user, from = block.get(), bytes = h.bytes] { std::memcpy(user, from, bytes); });
   }
   stream_scratch_.clear();  // cudaFreeAsync: after the work enqueued above
-  check_cuda(cudaEventCreateWithFlags(&state_->end, cudaEventDisableTiming), "cudaEventCreateWithFlags");
-  check_cuda(cudaEventRecord(state_->end, comm_->stream()), "cudaEventRecord (" + state_->name + ")");
+  state_->end = comm_->take_event();
+  if (const cudaError_t rc = cudaEventRecord(state_->end, comm_->stream()); rc != cudaSuccess)
+    throw_cuda(rc, "cudaEventRecord (" + state_->name + ")");
   finished_ = true;
-  if (ctx_.watchdog) ctx_.watchdog->track(state_);
   lock_.unlock();
+}
+
+Work Op::finish(Completion how) {
+  enqueue_end();
+  if (how == Completion::Wait) {
+    try {
+      state_->wait_until(state_->deadline);  // past it: expires the op and throws
+    } catch (...) {
+      if (ctx_.watchdog) ctx_.watchdog->track(state_);
+      throw;
+    }
+    return Work{};
+  }
+  if (ctx_.watchdog) ctx_.watchdog->track(state_);
   return Work(std::make_shared<NcclWork>(state_), state_->name, comm_->info().world_rank, ctx_.timeout);
 }
 

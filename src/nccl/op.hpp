@@ -20,6 +20,10 @@
 
 namespace idist::nccl_backend {
 
+/// How a collective's caller learns that it completed: through the Work it is handed (the
+/// non-blocking calls), or by waiting inside the call (the *_blocking forms).
+enum class Completion { Async, Wait };
+
 /// What an Op needs from its model.
 struct OpContext {
   std::shared_ptr<BlockPool> pinned;       ///< page-locked host blocks
@@ -68,11 +72,20 @@ class Op {
   ncclComm_t handle() const noexcept { return comm_->handle(); }
   const Communicator& comm() const noexcept { return *comm_; }
 
-  /// Copies staged outputs back, records the end event, registers with the watchdog and returns the
-  /// Work (op name, world rank, timeout).
-  Work finish();
+  /// Copies staged outputs back and records the end event. Async: registers with the watchdog and
+  /// returns the Work (op name, world rank, timeout). Wait: waits here until the collective
+  /// completed (host results copied out, the caller's stream ordered after it) and returns a
+  /// finished Work; the waiting thread enforces the deadline, so the op skips the watchdog's list
+  /// unless the wait fails (then the watchdog keeps its staging memory alive until the stream is
+  /// past it).
+  /// @throws (Wait) TimeoutError past the timeout (the communicator is aborted), or the
+  ///         communicator's failure.
+  Work finish(Completion how = Completion::Async);
 
  private:
+  // Copies staged outputs back, records the end event and releases the issue lock.
+  void enqueue_end();
+
   std::shared_ptr<Communicator> comm_;
   DeviceGuard device_;  // NCCL and CUDA calls act on the communicator's device
   OpContext ctx_;

@@ -32,6 +32,11 @@ TEST(Work, DefaultConstructedIsCompleted) {
   EXPECT_EQ(runs, 1);
   w.wait();
   EXPECT_EQ(runs, 1);
+  EXPECT_EQ(w.op(), "");  // it names no operation
+  Work copy = w;          // copies of a finished Work are finished too
+  EXPECT_TRUE(copy.is_completed());
+  copy.then([&] { ++runs; });
+  EXPECT_EQ(runs, 2);
 }
 
 TEST(Work, FinishedFromAnotherThread) {
