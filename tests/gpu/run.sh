@@ -8,11 +8,13 @@
 #      LOCAL_RANK / WORLD_SIZE on 127.0.0.1), and the dead-peer test;
 #   4. the LibTorch layer's tests (idist_torch_tests) on nccl, where LibTorch was built with CUDA.
 #      Debian's libtorch-dev is CPU-only: then this step is skipped and says so;
-#   5. the all-reduce bandwidth sweep (idist_nccl_allreduce_bw) on 1 GPU and on N ranks.
+#   5. the all-reduce bandwidth sweep (idist_nccl_allreduce_bw) on 1 GPU and on N ranks, then the
+#      blocking all_reduce's latency against raw ncclAllReduce (--compare-raw).
 #
 # Exit status: 0 when every step that ran passed, 1 when one failed, 77 when no GPU is visible (after
 # the build, which is checked either way).
-# Environment: BUILD_DIR, JOBS (build parallelism; default: number of cores), MAX_BYTES (largest size
+# Environment: BUILD_DIR, PREBUILT (1: run the binaries already in $BUILD_DIR, built on another machine
+# with the same CUDA major version; nothing is configured or built), JOBS (build parallelism; default: number of cores), MAX_BYTES (largest size
 # of the sweep, default 1G), CMAKE_ARGS (extra configure arguments), STEP_TIMEOUT (seconds per
 # process, default 900).
 set -uo pipefail
@@ -34,30 +36,38 @@ record() {  # record <status> <what>
 }
 
 # --- 1. build ----------------------------------------------------------------------------------
-say "configure and build in $build"
-generator=()
-command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
-# shellcheck disable=SC2086
-if ! cmake -S "$repo" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DIDIST_WITH_NCCL=ON \
-     -DIDIST_BUILD_EXAMPLES=OFF -DIDIST_BUILD_BENCHMARKS=OFF ${CMAKE_ARGS:-}; then
-  echo "run.sh: configuring with IDIST_WITH_NCCL=ON failed (are CUDA and NCCL installed? set NCCL_ROOT / CUDAToolkit_ROOT)"
-  exit 1
-fi
 targets=(idist_nccl_gpu idist_nccl_gpu_faults idist_nccl_allreduce_bw idist_conformance)
-torch_cuda=""
-torch_dir=$(sed -n 's/^Torch_DIR:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null)
-# A CUDA build of LibTorch ships libtorch_cuda.so: <libtorch>/lib (pytorch.org) or the multiarch lib dir.
-if [ -n "$torch_dir" ] && [ "$torch_dir" != "Torch_DIR-NOTFOUND" ]; then
-  for lib_dir in "$torch_dir/../../../lib" "$torch_dir/../.."; do
-    if ls "$lib_dir"/libtorch_cuda*.so* >/dev/null 2>&1; then torch_cuda=$(cd "$lib_dir" && pwd); fi
+if [ "${PREBUILT:-0}" = 1 ]; then
+  for t in gpu/idist_nccl_gpu gpu/idist_nccl_gpu_faults gpu/idist_nccl_allreduce_bw conformance/idist_conformance; do
+    [ -x "$build/tests/$t" ] || { echo "run.sh: PREBUILT=1 but $build/tests/$t is missing"; exit 1; }
   done
+  torch_cuda=""
+  record PASS "prebuilt binaries in $build: ${targets[*]}"
+else
+  say "configure and build in $build"
+  generator=()
+  command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+  # shellcheck disable=SC2086
+  if ! cmake -S "$repo" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DIDIST_WITH_NCCL=ON \
+       -DIDIST_BUILD_EXAMPLES=OFF -DIDIST_BUILD_BENCHMARKS=OFF ${CMAKE_ARGS:-}; then
+    echo "run.sh: configuring with IDIST_WITH_NCCL=ON failed (are CUDA and NCCL installed? set NCCL_ROOT / CUDAToolkit_ROOT)"
+    exit 1
+  fi
+  torch_cuda=""
+  torch_dir=$(sed -n 's/^Torch_DIR:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null)
+  # A CUDA build of LibTorch ships libtorch_cuda.so: <libtorch>/lib (pytorch.org) or the multiarch lib dir.
+  if [ -n "$torch_dir" ] && [ "$torch_dir" != "Torch_DIR-NOTFOUND" ]; then
+    for lib_dir in "$torch_dir/../../../lib" "$torch_dir/../.."; do
+      if ls "$lib_dir"/libtorch_cuda*.so* >/dev/null 2>&1; then torch_cuda=$(cd "$lib_dir" && pwd); fi
+    done
+  fi
+  [ -n "$torch_cuda" ] && targets+=(idist_torch_tests)
+  if ! cmake --build "$build" -j"$jobs" --target "${targets[@]}"; then
+    echo "run.sh: the build failed"
+    exit 1
+  fi
+  record PASS "build (Release, IDIST_WITH_NCCL=ON): ${targets[*]}"
 fi
-[ -n "$torch_cuda" ] && targets+=(idist_torch_tests)
-if ! cmake --build "$build" -j"$jobs" --target "${targets[@]}"; then
-  echo "run.sh: the build failed"
-  exit 1
-fi
-record PASS "build (Release, IDIST_WITH_NCCL=ON): ${targets[*]}"
 bin=$build/tests
 mkdir -p "$logs"
 
@@ -157,6 +167,11 @@ run_one "allreduce_bw_ws1" "${gpu_ids[0]}" "$bin/gpu/idist_nccl_allreduce_bw" --
 if [ "$ngpu" -ge 2 ]; then
   say "all-reduce bandwidth sweep, $ngpu ranks"
   run_ranks "allreduce_bw_np$ngpu" "$ngpu" "$bin/gpu/idist_nccl_allreduce_bw" --max-bytes "$max_bytes"
+fi
+say "blocking all_reduce latency against raw ncclAllReduce + cudaStreamSynchronize, 1 GPU"
+run_one "allreduce_vs_raw_ws1" "${gpu_ids[0]}" "$bin/gpu/idist_nccl_allreduce_bw" --compare-raw --max-bytes 64M
+if [ "$ngpu" -ge 2 ]; then
+  run_ranks "allreduce_vs_raw_np$ngpu" "$ngpu" "$bin/gpu/idist_nccl_allreduce_bw" --compare-raw --max-bytes 64M
 fi
 
 say "summary (logs in $logs)"
