@@ -19,6 +19,8 @@ endmacro()
 
 find_package(fmt REQUIRED)
 find_package(Threads REQUIRED)
+# The TCP store (src/store), the bootstrap of gloo and nccl, is written on standalone asio (headers).
+find_path(IDIST_ASIO_INCLUDE asio.hpp)
 
 if(NOT IDIST_WITH_MPI STREQUAL "OFF")
   set(MPI_CXX_SKIP_MPICXX TRUE)  # the C API only; no deprecated C++ bindings
@@ -28,7 +30,6 @@ idist_resolve(MPI MPI_CXX_FOUND)
 
 if(NOT IDIST_WITH_GLOO STREQUAL "OFF")
   find_package(Gloo CONFIG QUIET)
-  find_path(IDIST_ASIO_INCLUDE asio.hpp)
   if(Gloo_FOUND AND IDIST_ASIO_INCLUDE)
     set(IDIST_GLOO_DEPS_FOUND TRUE)
   endif()
@@ -41,7 +42,7 @@ if(NOT IDIST_WITH_NCCL STREQUAL "OFF")
   endif()
   find_package(CUDAToolkit QUIET)
   find_package(NCCL QUIET)
-  if(CUDAToolkit_FOUND AND NCCL_FOUND)
+  if(CUDAToolkit_FOUND AND NCCL_FOUND AND IDIST_ASIO_INCLUDE)
     set(IDIST_NCCL_DEPS_FOUND TRUE)
   endif()
 endif()
@@ -51,3 +52,8 @@ if(NOT IDIST_WITH_TORCH STREQUAL "OFF")
   find_package(Torch QUIET)
 endif()
 idist_resolve(TORCH TORCH_FOUND)
+# Code compiled against LibTorch uses fmt header-only: LibTorch 2.x ships its own fmt headers in its
+# include directory, which then shadow the system's, and their symbols would not be in the system's
+# libfmt (LibTorch 2.11 bundles fmt 12; Debian 12 has fmt 9). Header-only, each target uses whichever
+# fmt its include path finds, consistently; libidist itself is compiled without LibTorch's headers.
+set(IDIST_FMT_WITH_TORCH fmt::fmt-header-only)
