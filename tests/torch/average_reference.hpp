@@ -14,6 +14,7 @@ namespace idist_test {
 template <class Net, class LossFn>
 std::vector<torch::Tensor> averaged_reference(const Net& like, LossFn&& loss) {
   auto copy = std::make_shared<Net>();
+  copy->to(like.parameters().front().device());  // where auto_model put the model
   {
     torch::NoGradGuard g;
     auto src = like.parameters();

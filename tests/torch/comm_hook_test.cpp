@@ -30,7 +30,7 @@ std::shared_ptr<Net> make_net() {
 // This rank's batch: different on every rank and every step.
 torch::Tensor batch_of(int step) {
   torch::manual_seed(1000 + 17 * idist::get_rank() + step);
-  return torch::randn({64, 32});  // 64 samples: the summed gradients have full rank
+  return torch::randn({64, 32}).to(idist::device());  // 64 samples: the summed gradients have full rank
 }
 
 torch::Tensor loss_of(Net& net, const torch::Tensor& x) { return net.forward(x).pow(2).mean(); }
@@ -152,7 +152,7 @@ TEST(CommHook, PowerSgdTrainsLikeAllReduce) {
     idist::register_comm_hook(net, std::move(hook));
     torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.05));
     torch::manual_seed(3);
-    const torch::Tensor target_map = torch::randn({32, 3});
+    const torch::Tensor target_map = torch::randn({32, 3}).to(idist::device());
     double loss = 0;
     for (int step = 0; step < 60; ++step) {
       const torch::Tensor x = batch_of(step);

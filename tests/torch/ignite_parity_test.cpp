@@ -212,12 +212,14 @@ TEST(IgniteParity, LoaderOptionsAreLoggedOnRankZero) {
     return;
   }
   const std::string sampler = ws() > 1 ? "idist::DistributedSampler" : "torch::data::samplers::RandomSampler";
+  const std::string pin = idist::device().type == idist::DeviceType::CUDA ? "true" : "false";
   EXPECT_NE(log.find("idist.distributed.auto.auto_dataloader INFO: Use data loader options for dataset '"),
             std::string::npos)
       << log;
-  EXPECT_NE(log.find("': batch_size=" + std::to_string(12 / ws()) +
-                     ", num_workers=0, shuffle=true, drop_last=true, pin_memory=false, sampler=" + sampler + "\n"),
-            std::string::npos)
+  EXPECT_NE(
+      log.find("': batch_size=" + std::to_string(12 / ws()) +
+               ", num_workers=0, shuffle=true, drop_last=true, pin_memory=" + pin + ", sampler=" + sampler + "\n"),
+      std::string::npos)
       << log;
 }
 
@@ -369,6 +371,7 @@ TEST(IgniteParity, NewGroupOfTheRanksFromOne) {
     return;
   }
   EXPECT_THROW(idist::new_group({}), idist::ValueError);
+  if (ws() < 2) GTEST_SKIP() << "ranks 1.. are empty on one rank, a ValueError as checked above";
   const idist::Group g = idist::new_group(ranks);
   const int sum = idist::all_reduce(rank(), idist::ReduceOp::Sum, g);
   EXPECT_EQ(sum, rank() == 0 ? 0 : ws() * (ws() - 1) / 2);  // rank 0 is outside: its input back

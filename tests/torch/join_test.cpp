@@ -37,7 +37,8 @@ struct Net : torch::nn::Module {
 // The data of rank r at step s (the same on every rank that generates it).
 std::pair<torch::Tensor, torch::Tensor> batch(int r, int s) {
   auto gen = at::detail::createCPUGenerator(1000 + 100 * r + s);
-  return {at::randn({3, 4}, gen, torch::kDouble), at::randn({3, 2}, gen, torch::kDouble)};
+  const torch::Device device = idist::device();  // where auto_model puts the model
+  return {at::randn({3, 4}, gen, torch::kDouble).to(device), at::randn({3, 2}, gen, torch::kDouble).to(device)};
 }
 
 torch::Tensor loss_of(Net& net, int r, int s, bool find_unused) {
@@ -54,6 +55,7 @@ TEST_P(JoinEquivalence, UnevenStepsMatchASerialReplay) {
   auto net = std::make_shared<Net>();
   torch::manual_seed(7);
   Net ref;  // the same initial weights
+  ref.to(idist::device());
   net = idist::auto_model(net, {.bucket_cap_mb = cap, .find_unused_parameters = find_unused});
   torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   int done = 0;

@@ -351,12 +351,14 @@ TEST(AutoModel, SyncBnTrainsLikeTheGlobalBatch) {
   net->to(torch::kDouble);
   auto ref = std::dynamic_pointer_cast<torch::nn::SequentialImpl>(net->clone());
   ASSERT_TRUE(ref);
+  const torch::Device device = idist::device();  // where auto_model puts the model
+  ref->to(device);
   net = idist::auto_model(net, {.sync_bn = true, .bucket_cap_mb = 0.001});
   torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.05 * ws()).momentum(0.9));
   torch::optim::SGD ref_opt(ref->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
   for (int step = 0; step < 4; ++step) {
-    const auto X = torch::randn({split.total, 2, 4, 4}, torch::kDouble);
-    const auto G = torch::randn({split.total, 2}, torch::kDouble);
+    const auto X = torch::randn({split.total, 2, 4, 4}, torch::kDouble).to(device);
+    const auto G = torch::randn({split.total, 2}, torch::kDouble).to(device);
     opt.zero_grad();
     (net->forward(split.mine(X)) * split.mine(G)).sum().backward();
     opt.step();
