@@ -45,6 +45,7 @@ for rate in $rates; do
           "$cluster" run 1 env IDIST_MPI_PROGRESS_THREAD="$p" mpirun "${mpiflags[@]}" \
             $("$root/scripts/cluster-agent.sh" --mpirun-flags) --host "$h1:1,$h2:1" -np 2 -x OMP_NUM_THREADS \
             -x IDIST_MPI_PROGRESS_THREAD ${IDIST_MPI_PROGRESS_CHUNK_BYTES:+-x IDIST_MPI_PROGRESS_CHUNK_BYTES} \
+            ${IDIST_MPI_PROGRESS_INTERVAL_US:+-x IDIST_MPI_PROGRESS_INTERVAL_US} \
             "$bin" "${args[@]}" --label "$label" | tee "$dir/training_$label.txt"
         done
         ;;

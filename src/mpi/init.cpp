@@ -17,14 +17,23 @@
 
 namespace idist::mpi_backend {
 
-std::size_t max_count_from_env() {
-  const char* s = std::getenv("IDIST_MPI_MAX_COUNT");
-  if (!s || !*s) return std::size_t(INT_MAX);
+namespace {
+// An integer of at least `min` (0 or 1) from the environment variable `name`, else `fallback` (unset
+// or empty). @throws ValueError naming the variable and the value otherwise.
+long long integer_from_env(const char* name, long long min, long long fallback) {
+  const char* s = std::getenv(name);
+  if (!s || !*s) return fallback;
   char* end = nullptr;
   const long long v = std::strtoll(s, &end, 10);
-  if (*end != '\0' || v < 1)
-    throw ValueError(fmt::format("IDIST_MPI_MAX_COUNT should be a positive integer, but given '{}'", s));
-  return std::size_t(std::min<long long>(v, INT_MAX));
+  if (*end != '\0' || v < min)
+    throw ValueError(
+        fmt::format("{} should be a {} integer, but given '{}'", name, min > 0 ? "positive" : "non-negative", s));
+  return v;
+}
+}  // namespace
+
+std::size_t max_count_from_env() {
+  return std::size_t(std::min<long long>(integer_from_env("IDIST_MPI_MAX_COUNT", 1, INT_MAX), INT_MAX));
 }
 
 std::optional<bool> blocking_from_env() {
@@ -47,13 +56,13 @@ std::optional<bool> progress_thread_from_env() {
 }
 
 std::size_t progress_chunk_from_env() {
-  const char* s = std::getenv("IDIST_MPI_PROGRESS_CHUNK_BYTES");
-  if (!s || !*s) return MpiSettings{}.progress_chunk_bytes;
-  char* end = nullptr;
-  const long long v = std::strtoll(s, &end, 10);
-  if (*end != '\0' || v < 0)
-    throw ValueError(fmt::format("IDIST_MPI_PROGRESS_CHUNK_BYTES should be a non-negative integer, but given '{}'", s));
-  return std::size_t(v);
+  return std::size_t(
+      integer_from_env("IDIST_MPI_PROGRESS_CHUNK_BYTES", 0, (long long)MpiSettings{}.progress_chunk_bytes));
+}
+
+std::chrono::microseconds progress_interval_from_env() {
+  return std::chrono::microseconds(
+      integer_from_env("IDIST_MPI_PROGRESS_INTERVAL_US", 1, MpiSettings{}.progress_interval.count()));
 }
 
 namespace {
@@ -90,6 +99,7 @@ MpiSettings settings_from(const InitOptions& opts) {
   s.blocking_collectives = opts.mpi_blocking_collectives.value_or(env_blocking.value_or(true));
   s.progress_thread = opts.mpi_progress_thread ? opts.mpi_progress_thread : env_progress;
   s.progress_chunk_bytes = progress_chunk_from_env();
+  s.progress_interval = progress_interval_from_env();
   return s;
 }
 }  // namespace

@@ -68,7 +68,7 @@ MPIModel::MPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_
   // Every rank decides alike (the layout is global), though nothing requires it.
   const bool progress = settings.progress_thread.value_or(nnodes() > 1) && thread_level >= MPI_THREAD_MULTIPLE;
   if (progress) {
-    progress_ = std::make_unique<ProgressThread>(rank(), health_, std::chrono::microseconds(50));
+    progress_ = std::make_unique<ProgressThread>(rank(), health_, settings.progress_interval);
     if (world_size() < 4) progress_chunk_ = settings.progress_chunk_bytes;
   }
 }

@@ -55,12 +55,19 @@ struct MpiSettings {
   /// With the progress thread and fewer than 4 ranks, non-blocking all-reduces larger than this many
   /// bytes are posted as chunks of this size (0: never); see MPIModel::all_reduce().
   std::size_t progress_chunk_bytes = std::size_t(4) << 20;
+  /// The progress thread's sleep between two rounds of MPI_Testall over the pending collectives.
+  std::chrono::microseconds progress_interval{50};
 };
 
 /// The environment variable IDIST_MPI_PROGRESS_CHUNK_BYTES (a testing and tuning knob): the chunk
 /// size of MpiSettings::progress_chunk_bytes, 0 to post every all-reduce whole; unset: 4 MiB.
 /// @throws ValueError when set but not a non-negative integer.
 std::size_t progress_chunk_from_env();
+
+/// The environment variable IDIST_MPI_PROGRESS_INTERVAL_US (a tuning knob): the progress thread's
+/// MpiSettings::progress_interval in microseconds; unset: 50.
+/// @throws ValueError when set but not a positive integer.
+std::chrono::microseconds progress_interval_from_env();
 
 /// The mpi computation model: non-blocking collectives are MPI's (MPI_Iallreduce, MPI_Iallgather(v),
 /// MPI_Ibcast, MPI_Ibarrier), blocking ones MPI_Allreduce and its kin under a Watchdog (unless

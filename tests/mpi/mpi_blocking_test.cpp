@@ -120,6 +120,31 @@ TEST(MpiBlocking, ProgressChunkSwitchTakesANonNegativeByteCount) {
     unsetenv("IDIST_MPI_PROGRESS_CHUNK_BYTES");
 }
 
+TEST(MpiBlocking, ProgressIntervalTakesAPositiveMicrosecondCount) {
+  const char* saved = std::getenv("IDIST_MPI_PROGRESS_INTERVAL_US");
+  const std::string keep = saved ? saved : "";
+  unsetenv("IDIST_MPI_PROGRESS_INTERVAL_US");
+  EXPECT_EQ(idist::mpi_backend::progress_interval_from_env(), std::chrono::microseconds(50));
+  setenv("IDIST_MPI_PROGRESS_INTERVAL_US", "400", 1);
+  EXPECT_EQ(idist::mpi_backend::progress_interval_from_env(), std::chrono::microseconds(400));
+  for (const char* bad : {"0", "-3", "5us"}) {
+    setenv("IDIST_MPI_PROGRESS_INTERVAL_US", bad, 1);
+    try {
+      idist::mpi_backend::progress_interval_from_env();
+      ADD_FAILURE() << "IDIST_MPI_PROGRESS_INTERVAL_US=" << bad << " was accepted";
+    } catch (const idist::ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find("IDIST_MPI_PROGRESS_INTERVAL_US should be a positive integer, but given '" +
+                                           std::string(bad) + "'"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  if (saved)
+    setenv("IDIST_MPI_PROGRESS_INTERVAL_US", keep.c_str(), 1);
+  else
+    unsetenv("IDIST_MPI_PROGRESS_INTERVAL_US");
+}
+
 TEST(MpiBlocking, OneNodeRunsNoProgressThreadByDefault) {
   auto* m = dynamic_cast<idist::mpi_backend::MPIModel*>(&idist::current_model());
   ASSERT_NE(m, nullptr);
