@@ -43,8 +43,9 @@ struct InitOptions {
   /// Non-blocking calls (all_reduce_async, auto_model's buckets) are the non-blocking MPI calls
   /// either way.
   std::optional<bool> mpi_blocking_collectives;
-  /// mpi only: a background thread that progresses non-blocking collectives (MPI_Test every 50 us
-  /// while any is in flight), so that auto_model's bucket all-reduces overlap backward. With fewer
+  /// mpi only: a background thread that progresses non-blocking collectives (MPI_Test every 500 us
+  /// while any is in flight; IDIST_MPI_PROGRESS_INTERVAL_US), so that auto_model's bucket
+  /// all-reduces overlap backward. With fewer
   /// than 4 ranks it posts all-reduces above 4 MiB as 4 MiB chunks in flight together
   /// (IDIST_MPI_PROGRESS_CHUNK_BYTES; 0 = whole). Needs
   /// MPI_THREAD_MULTIPLE (idist asks for it). std::nullopt: the environment variable

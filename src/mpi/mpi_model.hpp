@@ -56,7 +56,10 @@ struct MpiSettings {
   /// bytes are posted as chunks of this size (0: never); see MPIModel::all_reduce().
   std::size_t progress_chunk_bytes = std::size_t(4) << 20;
   /// The progress thread's sleep between two rounds of MPI_Testall over the pending collectives.
-  std::chrono::microseconds progress_interval{50};
+  /// Each round costs the rank's cores a few microseconds that backward needs: across 2 hosts 500 us
+  /// exposed 75-90 ms of the 32x512 MLP's all-reduce at 1 Gbit/s where 50 us exposed 105-130 ms, and
+  /// no more at 10 Gbit/s (docs/performance.md, "Progress thread interval").
+  std::chrono::microseconds progress_interval{500};
 };
 
 /// The environment variable IDIST_MPI_PROGRESS_CHUNK_BYTES (a testing and tuning knob): the chunk
@@ -65,7 +68,7 @@ struct MpiSettings {
 std::size_t progress_chunk_from_env();
 
 /// The environment variable IDIST_MPI_PROGRESS_INTERVAL_US (a tuning knob): the progress thread's
-/// MpiSettings::progress_interval in microseconds; unset: 50.
+/// MpiSettings::progress_interval in microseconds; unset: 500.
 /// @throws ValueError when set but not a positive integer.
 std::chrono::microseconds progress_interval_from_env();
 

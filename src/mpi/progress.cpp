@@ -98,7 +98,7 @@ void ProgressThread::run() {
     }
     // Sleep rather than spin: each poll moves what the transport has buffered (TCP socket buffers
     // hold milliseconds of a 1-10 Gbit/s link), and a spinning thread would steal the core that
-    // backward runs on.
+    // backward runs on. Even a poll every 50 us cost backward more than the overlap gained.
     if (!active.empty()) std::this_thread::sleep_for(interval_);
   }
 }

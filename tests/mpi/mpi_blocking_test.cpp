@@ -124,7 +124,7 @@ TEST(MpiBlocking, ProgressIntervalTakesAPositiveMicrosecondCount) {
   const char* saved = std::getenv("IDIST_MPI_PROGRESS_INTERVAL_US");
   const std::string keep = saved ? saved : "";
   unsetenv("IDIST_MPI_PROGRESS_INTERVAL_US");
-  EXPECT_EQ(idist::mpi_backend::progress_interval_from_env(), std::chrono::microseconds(50));
+  EXPECT_EQ(idist::mpi_backend::progress_interval_from_env(), std::chrono::microseconds(500));
   setenv("IDIST_MPI_PROGRESS_INTERVAL_US", "400", 1);
   EXPECT_EQ(idist::mpi_backend::progress_interval_from_env(), std::chrono::microseconds(400));
   for (const char* bad : {"0", "-3", "5us"}) {
