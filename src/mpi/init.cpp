@@ -60,6 +60,12 @@ std::size_t progress_chunk_from_env() {
       integer_from_env("IDIST_MPI_PROGRESS_CHUNK_BYTES", 0, (long long)MpiSettings{}.progress_chunk_bytes));
 }
 
+std::optional<std::size_t> blocking_chunk_from_env() {
+  const long long v = integer_from_env("IDIST_MPI_BLOCKING_CHUNK_BYTES", 0, /*fallback: unset*/ -1);
+  if (v < 0) return std::nullopt;
+  return std::size_t(v);
+}
+
 std::chrono::microseconds progress_interval_from_env() {
   return std::chrono::microseconds(
       integer_from_env("IDIST_MPI_PROGRESS_INTERVAL_US", 1, MpiSettings{}.progress_interval.count()));
@@ -100,6 +106,7 @@ MpiSettings settings_from(const InitOptions& opts) {
   s.progress_thread = opts.mpi_progress_thread ? opts.mpi_progress_thread : env_progress;
   s.progress_chunk_bytes = progress_chunk_from_env();
   s.progress_interval = progress_interval_from_env();
+  s.blocking_chunk_bytes = blocking_chunk_from_env();
   return s;
 }
 }  // namespace

@@ -71,6 +71,8 @@ MPIModel::MPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_
     progress_ = std::make_unique<ProgressThread>(rank(), health_, settings.progress_interval);
     if (world_size() < 4) progress_chunk_ = settings.progress_chunk_bytes;
   }
+  blocking_chunk_ =
+      settings.blocking_chunk_bytes.value_or(nnodes() == 1 && world_size() <= 4 ? std::size_t(1) << 20 : 0);
 }
 
 Device MPIModel::device() const {
@@ -199,12 +201,14 @@ Work MPIModel::do_all_reduce(Buffer data, ReduceOp op, const Group& group) {
   // With the progress thread, large all-reduces go out as several chunks in flight at once: for
   // fewer than 4 ranks libnbc reduces to rank 0 and then broadcasts, one link direction after the
   // other, and consecutive chunks let one chunk's broadcast share the wire with the next one's reduce.
-  const std::size_t limit =
-      progress_chunk_ ? std::min(max_count_, std::max<std::size_t>(1, progress_chunk_ / dtype_size(data.dtype)))
-                      : max_count_;
+  const std::size_t limit = elements_per_call(progress_chunk_, data.dtype);
   return post_in_chunks(data, limit, "MPI_Iallreduce", "all_reduce", [&](void* p, int n, MPI_Request* request) {
     return MPI_Iallreduce(MPI_IN_PLACE, p, n, type, mpi_op, comm, request);
   });
+}
+
+std::size_t MPIModel::elements_per_call(std::size_t chunk_bytes, DType dtype) const {
+  return chunk_bytes ? std::min(max_count_, std::max<std::size_t>(1, chunk_bytes / dtype_size(dtype))) : max_count_;
 }
 
 template <class Post>
@@ -337,10 +341,20 @@ bool MPIModel::run_watched(const char* op, const Group& group, const char* mpi_f
 }
 
 void MPIModel::do_all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) {
-  if (watchdog_ && data.count <= max_count_) {
+  if (watchdog_ && (data.count <= max_count_ || blocking_chunk_)) {
     const auto [comm, type, mpi_op] = prepare_all_reduce(data, op, group);
-    if (run_watched("all_reduce", group, "MPI_Allreduce",
-                    [&] { return MPI_Allreduce(MPI_IN_PLACE, data.data, int(data.count), type, mpi_op, comm); }))
+    // One watched call; on one node in chunks of blocking_chunk_ (MpiSettings::blocking_chunk_bytes).
+    const std::size_t limit = elements_per_call(blocking_chunk_, data.dtype);
+    const std::size_t esize = dtype_size(data.dtype);
+    if (run_watched("all_reduce", group, "MPI_Allreduce", [&] {
+          auto* p = static_cast<char*>(data.data);
+          for (std::size_t off = 0; off < data.count; off += limit) {
+            const int n = int(std::min(limit, data.count - off));
+            if (const int rc = MPI_Allreduce(MPI_IN_PLACE, p + off * esize, n, type, mpi_op, comm); rc != MPI_SUCCESS)
+              return rc;
+          }
+          return MPI_SUCCESS;
+        }))
       return;
   }
   ComputationModel::do_all_reduce_blocking(data, op, group);

@@ -55,6 +55,11 @@ struct MpiSettings {
   /// With the progress thread and fewer than 4 ranks, non-blocking all-reduces larger than this many
   /// bytes are posted as chunks of this size (0: never); see MPIModel::all_reduce().
   std::size_t progress_chunk_bytes = std::size_t(4) << 20;
+  /// Blocking all-reduces larger than this many bytes are issued as consecutive MPI_Allreduce calls
+  /// of this size (0: whole); std::nullopt: 1 MiB on one node of at most 4 ranks, else whole. On one
+  /// node Open MPI's blocking all-reduce of 8-64 MiB took 1.2-3.2x as long whole as in 1 MiB calls
+  /// (2 and 4 ranks; benchmarks/results/issue12_final/one_host_blocking_chunk.txt).
+  std::optional<std::size_t> blocking_chunk_bytes;
   /// The progress thread's sleep between two rounds of MPI_Testall over the pending collectives.
   /// Each round costs the rank's cores a few microseconds that backward needs: across 2 hosts 500 us
   /// exposed 75-90 ms of the 32x512 MLP's all-reduce at 1 Gbit/s where 50 us exposed 105-130 ms, and
@@ -66,6 +71,11 @@ struct MpiSettings {
 /// size of MpiSettings::progress_chunk_bytes, 0 to post every all-reduce whole; unset: 4 MiB.
 /// @throws ValueError when set but not a non-negative integer.
 std::size_t progress_chunk_from_env();
+
+/// The environment variable IDIST_MPI_BLOCKING_CHUNK_BYTES (a tuning knob): the chunk size of
+/// MpiSettings::blocking_chunk_bytes in bytes, 0 for whole calls; unset or empty: std::nullopt.
+/// @throws ValueError when set but not a non-negative integer.
+std::optional<std::size_t> blocking_chunk_from_env();
 
 /// The environment variable IDIST_MPI_PROGRESS_INTERVAL_US (a tuning knob): the progress thread's
 /// MpiSettings::progress_interval in microseconds; unset: 500.
@@ -142,6 +152,8 @@ class MPIModel final : public ComputationModel {
   bool blocking_collectives() const noexcept { return watchdog_ != nullptr; }
   /// Whether non-blocking collectives are progressed by the background thread.
   bool progress_thread() const noexcept { return progress_ != nullptr; }
+  /// Bytes per MPI_Allreduce call of a blocking all-reduce (0: whole; MpiSettings::blocking_chunk_bytes).
+  std::size_t blocking_chunk_bytes() const noexcept { return blocking_chunk_; }
   /// True after a timeout or an MPI error (see above).
   bool broken() const noexcept { return health_->broken(); }
 
@@ -200,6 +212,8 @@ class MPIModel final : public ComputationModel {
   // requests in one Work named `op`. For the collectives that work element by element.
   template <class Post>
   Work post_in_chunks(const Buffer& data, std::size_t limit, const char* mpi_fn, std::string_view op, Post post);
+  // Elements per MPI call for chunks of `chunk_bytes` of `dtype` (0: whole), at most max_count_.
+  std::size_t elements_per_call(std::size_t chunk_bytes, DType dtype) const;
   // Wraps one request into a Work named `op`.
   Work make_work(MPI_Request request, const char* mpi_fn, std::string_view op);
   // Wraps several requests (and the ints MPI reads until they complete) into a Work named `op`.
@@ -224,6 +238,7 @@ class MPIModel final : public ComputationModel {
   std::unique_ptr<Watchdog> watchdog_;        // set when blocking collectives are on
   std::unique_ptr<ProgressThread> progress_;  // set when non-blocking collectives progress in the background
   std::size_t progress_chunk_ = 0;            // bytes per posted all-reduce chunk with progress_ (0: whole)
+  std::size_t blocking_chunk_ = 0;            // bytes per blocking MPI_Allreduce call (0: whole)
   std::mutex monitored_mutex_;
   std::map<std::vector<int>, std::uint64_t> monitored_generations_;  // per group's members
 };

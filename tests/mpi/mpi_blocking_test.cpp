@@ -5,6 +5,7 @@
 // The abort itself ends the job, so it is tested by mpi_watchdog_abort.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -143,6 +144,52 @@ TEST(MpiBlocking, ProgressIntervalTakesAPositiveMicrosecondCount) {
     setenv("IDIST_MPI_PROGRESS_INTERVAL_US", keep.c_str(), 1);
   else
     unsetenv("IDIST_MPI_PROGRESS_INTERVAL_US");
+}
+
+TEST(MpiBlocking, BlockingChunkTakesANonNegativeByteCount) {
+  const char* saved = std::getenv("IDIST_MPI_BLOCKING_CHUNK_BYTES");
+  const std::string keep = saved ? saved : "";
+  unsetenv("IDIST_MPI_BLOCKING_CHUNK_BYTES");
+  EXPECT_EQ(idist::mpi_backend::blocking_chunk_from_env(), std::nullopt);  // the model's rule
+  setenv("IDIST_MPI_BLOCKING_CHUNK_BYTES", "0", 1);
+  EXPECT_EQ(idist::mpi_backend::blocking_chunk_from_env(), std::optional<std::size_t>(0));
+  setenv("IDIST_MPI_BLOCKING_CHUNK_BYTES", "65536", 1);
+  EXPECT_EQ(idist::mpi_backend::blocking_chunk_from_env(), std::optional<std::size_t>(65536));
+  setenv("IDIST_MPI_BLOCKING_CHUNK_BYTES", "1M", 1);
+  try {
+    idist::mpi_backend::blocking_chunk_from_env();
+    ADD_FAILURE() << "IDIST_MPI_BLOCKING_CHUNK_BYTES=1M was accepted";
+  } catch (const idist::ValueError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("IDIST_MPI_BLOCKING_CHUNK_BYTES should be a non-negative integer, but given '1M'"),
+        std::string::npos)
+        << e.what();
+  }
+  if (saved)
+    setenv("IDIST_MPI_BLOCKING_CHUNK_BYTES", keep.c_str(), 1);
+  else
+    unsetenv("IDIST_MPI_BLOCKING_CHUNK_BYTES");
+}
+
+// On one node of at most 4 ranks a blocking all-reduce above 1 MiB is a sequence of 1 MiB calls: the
+// chunk edges (and a last partial chunk) must not show in the result.
+TEST(MpiBlocking, OneNodeBlockingAllReduceInChunksIsExact) {
+  auto* m = dynamic_cast<idist::mpi_backend::MPIModel*>(&idist::current_model());
+  ASSERT_NE(m, nullptr);
+  if (!std::getenv("IDIST_MPI_BLOCKING_CHUNK_BYTES"))
+    EXPECT_EQ(m->blocking_chunk_bytes(), idist::get_world_size() <= 4 ? std::size_t(1) << 20 : 0u);
+  const int n = idist::get_world_size();
+  const int r = idist::get_rank();
+  const std::size_t count = 2 * (std::size_t(1) << 18) + 12345;  // 2 MiB of floats and a partial chunk
+  std::vector<float> v(count);
+  for (std::size_t i = 0; i < count; ++i) v[i] = float((r + 1) * int(i % 977));
+  idist::all_reduce(std::span<float>(v));
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < count; ++i) wrong += v[i] != float(n * (n + 1) / 2 * int(i % 977));
+  EXPECT_EQ(wrong, 0u);
+  std::vector<double> maxes(count / 2, double(r));
+  idist::all_reduce(std::span<double>(maxes), idist::ReduceOp::Max);
+  EXPECT_EQ(std::count(maxes.begin(), maxes.end(), double(n - 1)), std::ptrdiff_t(maxes.size()));
 }
 
 TEST(MpiBlocking, OneNodeRunsNoProgressThreadByDefault) {
