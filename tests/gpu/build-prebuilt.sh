@@ -15,6 +15,7 @@ cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DIDIST_WITH_NC
   -DIDIST_BUILD_BENCHMARKS=OFF '-DCMAKE_BUILD_RPATH=$ORIGIN/../../src;$ORIGIN/../../gpulib;$ORIGIN'
 cmake --build "$build" -j"${JOBS:-$(nproc)}" --target idist_nccl_gpu idist_nccl_gpu_faults idist_nccl_allreduce_bw \
   idist_conformance
+rm -rf "$build/gpulib"  # else ldd would find last time's copies there (the binaries' run path)
 mkdir -p "$build/gpulib"
 bin=$build/tests/gpu/idist_nccl_gpu
 # libidist, fmt and the CUDA runtime travel; NCCL is the GPU machine's own (same C API).
