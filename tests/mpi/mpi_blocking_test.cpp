@@ -19,10 +19,13 @@
 #include "mpi/mpi_model.hpp"
 #include "mpi/watchdog.hpp"
 #include "mpi_env.hpp"
+#include "support/error_message.hpp"
+#include "support/scoped_env.hpp"
 
 namespace {
 
 using idist::mpi_backend::Watchdog;
+using idist::test::message_of;
 
 TEST(MpiBlocking, BlockingCallsAreTheDefault) {
   auto* m = dynamic_cast<idist::mpi_backend::MPIModel*>(&idist::current_model());
@@ -59,116 +62,76 @@ TEST(MpiBlocking, BadArgumentsStillRaiseValueErrorBeforeAnyMpiCall) {
   EXPECT_EQ(idist::all_reduce(1), idist::get_world_size());  // the ranks still agree afterwards
 }
 
+// Each switch is read from its environment variable; "" counts as unset. A bad value is a
+// ValueError naming the variable, the value and what is expected.
 TEST(MpiBlocking, EnvironmentSwitchAcceptsZeroAndOneOnly) {
-  const char* saved = std::getenv("IDIST_MPI_BLOCKING");
-  const std::string keep = saved ? saved : "";
-  setenv("IDIST_MPI_BLOCKING", "1", 1);
+  idist::test::ScopedEnv env;
+  env.set("IDIST_MPI_BLOCKING", "1");
   EXPECT_EQ(idist::mpi_backend::blocking_from_env(), std::optional<bool>(true));
-  setenv("IDIST_MPI_BLOCKING", "0", 1);
+  env.set("IDIST_MPI_BLOCKING", "0");
   EXPECT_EQ(idist::mpi_backend::blocking_from_env(), std::optional<bool>(false));
-  setenv("IDIST_MPI_BLOCKING", "yes", 1);
-  try {
-    idist::mpi_backend::blocking_from_env();
-    ADD_FAILURE() << "IDIST_MPI_BLOCKING=yes was accepted";
-  } catch (const idist::ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("should be 0 or 1, but given 'yes'"), std::string::npos) << e.what();
-  }
-  unsetenv("IDIST_MPI_BLOCKING");
+  env.set("IDIST_MPI_BLOCKING", "yes");
+  EXPECT_NE(message_of([] { idist::mpi_backend::blocking_from_env(); }).find("should be 0 or 1, but given 'yes'"),
+            std::string::npos);
+  env.set("IDIST_MPI_BLOCKING", "");
   EXPECT_EQ(idist::mpi_backend::blocking_from_env(), std::nullopt);  // the default applies: blocking
-  if (saved) setenv("IDIST_MPI_BLOCKING", keep.c_str(), 1);
 }
 
 TEST(MpiBlocking, ProgressThreadSwitchAcceptsZeroOneAndAuto) {
-  const char* saved = std::getenv("IDIST_MPI_PROGRESS_THREAD");
-  const std::string keep = saved ? saved : "";
-  setenv("IDIST_MPI_PROGRESS_THREAD", "1", 1);
+  idist::test::ScopedEnv env;
+  env.set("IDIST_MPI_PROGRESS_THREAD", "1");
   EXPECT_EQ(idist::mpi_backend::progress_thread_from_env(), std::optional<bool>(true));
-  setenv("IDIST_MPI_PROGRESS_THREAD", "0", 1);
+  env.set("IDIST_MPI_PROGRESS_THREAD", "0");
   EXPECT_EQ(idist::mpi_backend::progress_thread_from_env(), std::optional<bool>(false));
-  setenv("IDIST_MPI_PROGRESS_THREAD", "auto", 1);
+  env.set("IDIST_MPI_PROGRESS_THREAD", "auto");
   EXPECT_EQ(idist::mpi_backend::progress_thread_from_env(), std::nullopt);
-  setenv("IDIST_MPI_PROGRESS_THREAD", "on", 1);
-  try {
-    idist::mpi_backend::progress_thread_from_env();
-    ADD_FAILURE() << "IDIST_MPI_PROGRESS_THREAD=on was accepted";
-  } catch (const idist::ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("should be 0, 1 or auto, but given 'on'"), std::string::npos) << e.what();
-  }
-  if (saved)
-    setenv("IDIST_MPI_PROGRESS_THREAD", keep.c_str(), 1);
-  else
-    unsetenv("IDIST_MPI_PROGRESS_THREAD");
+  env.set("IDIST_MPI_PROGRESS_THREAD", "on");
+  EXPECT_NE(
+      message_of([] { idist::mpi_backend::progress_thread_from_env(); }).find("should be 0, 1 or auto, but given 'on'"),
+      std::string::npos);
 }
 
 TEST(MpiBlocking, ProgressChunkSwitchTakesANonNegativeByteCount) {
-  const char* saved = std::getenv("IDIST_MPI_PROGRESS_CHUNK_BYTES");
-  const std::string keep = saved ? saved : "";
-  unsetenv("IDIST_MPI_PROGRESS_CHUNK_BYTES");
+  idist::test::ScopedEnv env;
+  env.set("IDIST_MPI_PROGRESS_CHUNK_BYTES", "");
   EXPECT_EQ(idist::mpi_backend::progress_chunk_from_env(), std::size_t(4) << 20);
-  setenv("IDIST_MPI_PROGRESS_CHUNK_BYTES", "0", 1);
+  env.set("IDIST_MPI_PROGRESS_CHUNK_BYTES", "0");
   EXPECT_EQ(idist::mpi_backend::progress_chunk_from_env(), 0u);
-  setenv("IDIST_MPI_PROGRESS_CHUNK_BYTES", "-1", 1);
-  try {
-    idist::mpi_backend::progress_chunk_from_env();
-    ADD_FAILURE() << "IDIST_MPI_PROGRESS_CHUNK_BYTES=-1 was accepted";
-  } catch (const idist::ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("should be a non-negative integer, but given '-1'"), std::string::npos)
-        << e.what();
-  }
-  if (saved)
-    setenv("IDIST_MPI_PROGRESS_CHUNK_BYTES", keep.c_str(), 1);
-  else
-    unsetenv("IDIST_MPI_PROGRESS_CHUNK_BYTES");
+  env.set("IDIST_MPI_PROGRESS_CHUNK_BYTES", "-1");
+  EXPECT_NE(message_of([] {
+              idist::mpi_backend::progress_chunk_from_env();
+            }).find("IDIST_MPI_PROGRESS_CHUNK_BYTES should be a non-negative integer, but given '-1'"),
+            std::string::npos);
 }
 
 TEST(MpiBlocking, ProgressIntervalTakesAPositiveMicrosecondCount) {
-  const char* saved = std::getenv("IDIST_MPI_PROGRESS_INTERVAL_US");
-  const std::string keep = saved ? saved : "";
-  unsetenv("IDIST_MPI_PROGRESS_INTERVAL_US");
+  idist::test::ScopedEnv env;
+  env.set("IDIST_MPI_PROGRESS_INTERVAL_US", "");
   EXPECT_EQ(idist::mpi_backend::progress_interval_from_env(), std::chrono::microseconds(500));
-  setenv("IDIST_MPI_PROGRESS_INTERVAL_US", "400", 1);
+  env.set("IDIST_MPI_PROGRESS_INTERVAL_US", "400");
   EXPECT_EQ(idist::mpi_backend::progress_interval_from_env(), std::chrono::microseconds(400));
-  for (const char* bad : {"0", "-3", "5us"}) {
-    setenv("IDIST_MPI_PROGRESS_INTERVAL_US", bad, 1);
-    try {
-      idist::mpi_backend::progress_interval_from_env();
-      ADD_FAILURE() << "IDIST_MPI_PROGRESS_INTERVAL_US=" << bad << " was accepted";
-    } catch (const idist::ValueError& e) {
-      EXPECT_NE(std::string(e.what()).find("IDIST_MPI_PROGRESS_INTERVAL_US should be a positive integer, but given '" +
-                                           std::string(bad) + "'"),
-                std::string::npos)
-          << e.what();
-    }
+  for (const std::string bad : {"0", "-3", "5us"}) {
+    env.set("IDIST_MPI_PROGRESS_INTERVAL_US", bad);
+    EXPECT_NE(message_of([] {
+                idist::mpi_backend::progress_interval_from_env();
+              }).find("IDIST_MPI_PROGRESS_INTERVAL_US should be a positive integer, but given '" + bad + "'"),
+              std::string::npos);
   }
-  if (saved)
-    setenv("IDIST_MPI_PROGRESS_INTERVAL_US", keep.c_str(), 1);
-  else
-    unsetenv("IDIST_MPI_PROGRESS_INTERVAL_US");
 }
 
 TEST(MpiBlocking, BlockingChunkTakesANonNegativeByteCount) {
-  const char* saved = std::getenv("IDIST_MPI_BLOCKING_CHUNK_BYTES");
-  const std::string keep = saved ? saved : "";
-  unsetenv("IDIST_MPI_BLOCKING_CHUNK_BYTES");
+  idist::test::ScopedEnv env;
+  env.set("IDIST_MPI_BLOCKING_CHUNK_BYTES", "");
   EXPECT_EQ(idist::mpi_backend::blocking_chunk_from_env(), std::nullopt);  // the model's rule
-  setenv("IDIST_MPI_BLOCKING_CHUNK_BYTES", "0", 1);
+  env.set("IDIST_MPI_BLOCKING_CHUNK_BYTES", "0");
   EXPECT_EQ(idist::mpi_backend::blocking_chunk_from_env(), std::optional<std::size_t>(0));
-  setenv("IDIST_MPI_BLOCKING_CHUNK_BYTES", "65536", 1);
+  env.set("IDIST_MPI_BLOCKING_CHUNK_BYTES", "65536");
   EXPECT_EQ(idist::mpi_backend::blocking_chunk_from_env(), std::optional<std::size_t>(65536));
-  setenv("IDIST_MPI_BLOCKING_CHUNK_BYTES", "1M", 1);
-  try {
-    idist::mpi_backend::blocking_chunk_from_env();
-    ADD_FAILURE() << "IDIST_MPI_BLOCKING_CHUNK_BYTES=1M was accepted";
-  } catch (const idist::ValueError& e) {
-    EXPECT_NE(
-        std::string(e.what()).find("IDIST_MPI_BLOCKING_CHUNK_BYTES should be a non-negative integer, but given '1M'"),
-        std::string::npos)
-        << e.what();
-  }
-  if (saved)
-    setenv("IDIST_MPI_BLOCKING_CHUNK_BYTES", keep.c_str(), 1);
-  else
-    unsetenv("IDIST_MPI_BLOCKING_CHUNK_BYTES");
+  env.set("IDIST_MPI_BLOCKING_CHUNK_BYTES", "1M");
+  EXPECT_NE(message_of([] {
+              idist::mpi_backend::blocking_chunk_from_env();
+            }).find("IDIST_MPI_BLOCKING_CHUNK_BYTES should be a non-negative integer, but given '1M'"),
+            std::string::npos);
 }
 
 // On one node of at most 4 ranks a blocking all-reduce above 1 MiB is a sequence of 1 MiB calls: the

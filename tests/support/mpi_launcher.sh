@@ -5,8 +5,8 @@
 # two ranks aborting at about the same time, mpirun logged "ORTE_ERROR_LOG: Data unpack would read
 # past end of buffer in file .../show_help.c" and stopped, its exited ranks left unreaped. That is
 # the launcher, not a rank: run_job bounds every job, and a job whose only fault is the launcher's
-# (it crashed, or it was still running when every rank process had gone) runs once more; a second
-# launcher fault fails like any other.
+# (it crashed, or it was still running when every rank process had gone) runs again, at most three
+# times in all; a third launcher fault fails like any other.
 
 # launcher_crashed <rc> <output> <rank binary>: true when the job ended by a signal whose backtrace
 # runs through mpiexec/orterun and no rank process (the binary) printed a backtrace.
@@ -73,19 +73,21 @@ run_job() {
   rm -f "$log"
 }
 
-# run_job_retried <limit s> <rank binary> <name> <command...>: run_job, once more when the launcher
-# crashed or hung by itself.
+# run_job_retried <limit s> <rank binary> <name> <command...>: run_job, again (at most twice more)
+# while the launcher crashed or hung by itself. Twice in a row was seen once in a CI run under load
+# (2026-11-26: a segfault while ending the job, then a hang after every rank had ended).
 run_job_retried() {
-  local limit=$1 binary=$2 name=$3
+  local limit=$1 binary=$2 name=$3 attempt
   shift 3
-  run_job "$limit" "$binary" "$@"
-  if launcher_crashed "$rc" "$out" "$binary"; then
-    echo "$name: mpiexec itself crashed (exit $rc) while ending the job; running it once more"
-  elif [ "$launcher_hung" = 1 ]; then
-    echo "$name: mpiexec itself hung after every rank had ended; running it once more"
-    echo "$out" | grep -E "ORTE_ERROR_LOG|MPI_ABORT was invoked|^idist:" | head -5
-  else
-    return 0
-  fi
-  run_job "$limit" "$binary" "$@"
+  for attempt in 1 2 3; do
+    run_job "$limit" "$binary" "$@"
+    if launcher_crashed "$rc" "$out" "$binary"; then
+      echo "$name: mpiexec itself crashed (exit $rc) while ending the job (attempt $attempt of 3)"
+    elif [ "$launcher_hung" = 1 ]; then
+      echo "$name: mpiexec itself hung after every rank had ended (attempt $attempt of 3)"
+      echo "$out" | grep -E "ORTE_ERROR_LOG|MPI_ABORT was invoked|^idist:" | head -5
+    else
+      return 0
+    fi
+  done
 }
