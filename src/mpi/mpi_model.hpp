@@ -63,7 +63,7 @@ struct MpiSettings {
   /// The progress thread's sleep between two rounds of MPI_Testall over the pending collectives.
   /// Each round costs the rank's cores a few microseconds that backward needs: across 2 hosts 500 us
   /// exposed 75-90 ms of the 32x512 MLP's all-reduce at 1 Gbit/s where 50 us exposed 105-130 ms, and
-  /// no more at 10 Gbit/s (docs/performance.md, "Progress thread interval").
+  /// no more at 10 Gbit/s (docs/performance.md, "Issue 12 revisited").
   std::chrono::microseconds progress_interval{500};
 };
 
