@@ -18,6 +18,12 @@ inline void check_cuda(cudaError_t err, std::string_view what) {
   if (err != cudaSuccess) throw_cuda(err, what);
 }
 
+/// check_cuda for `call` made on behalf of the collective `op`: the message names "<call> (<op>)",
+/// a string built only on failure, since collectives call this on every issue.
+inline void check_cuda(cudaError_t err, std::string_view call, std::string_view op) {
+  if (err != cudaSuccess) throw_cuda(err, std::string(call) + " (" + std::string(op) + ")");
+}
+
 /// "<ncclGetErrorString>" plus NCCL's last error message for `comm` when it has one.
 std::string nccl_error_text(ncclResult_t res, ncclComm_t comm);
 

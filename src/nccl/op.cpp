@@ -92,7 +92,7 @@ void Op::host(std::function<void()> fn) {
   const cudaError_t err = cudaLaunchHostFunc(comm_->stream(), &run_host_function, heap);
   if (err != cudaSuccess) {
     delete heap;
-    throw_cuda(err, "cudaLaunchHostFunc (" + state_->name + ")");
+    check_cuda(err, "cudaLaunchHostFunc", state_->name);
   }
 }
 
@@ -106,8 +106,7 @@ void Op::nccl_queued(ncclResult_t res) {
 
 void Op::copy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
   if (bytes == 0) return;
-  if (const cudaError_t rc = cudaMemcpyAsync(dst, src, bytes, kind, comm_->stream()); rc != cudaSuccess)
-    throw_cuda(rc, "cudaMemcpyAsync (" + state_->name + ")");
+  check_cuda(cudaMemcpyAsync(dst, src, bytes, kind, comm_->stream()), "cudaMemcpyAsync", state_->name);
 }
 
 void Op::enqueue_end() {
@@ -119,8 +118,7 @@ void Op::enqueue_end() {
   }
   stream_scratch_.clear();  // cudaFreeAsync: after the work enqueued above
   state_->end = comm_->take_event();
-  if (const cudaError_t rc = cudaEventRecord(state_->end, comm_->stream()); rc != cudaSuccess)
-    throw_cuda(rc, "cudaEventRecord (" + state_->name + ")");
+  check_cuda(cudaEventRecord(state_->end, comm_->stream()), "cudaEventRecord", state_->name);
   finished_ = true;
   lock_.unlock();
 }

@@ -81,8 +81,7 @@ bool OpState::wait_until(Clock::time_point wait_deadline) {
     // Device work the caller enqueues next on its stream runs after the collective.
     DeviceGuard guard(comm->info().device);
     auto caller = static_cast<cudaStream_t>(caller_stream(comm->info().device));
-    if (const cudaError_t rc = cudaStreamWaitEvent(caller, end, 0); rc != cudaSuccess)
-      throw_cuda(rc, "cudaStreamWaitEvent (caller's stream on " + name + ")");
+    check_cuda(cudaStreamWaitEvent(caller, end, 0), "cudaStreamWaitEvent on the caller's stream", name);
   }
   complete();
   return true;
