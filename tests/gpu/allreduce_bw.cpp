@@ -113,6 +113,19 @@ Options parse(int argc, char** argv) {
     }                                                                                         \
   } while (0)
 
+// Correctness of one all-reduce of `count` floats at `buf`: rank r contributes r + 1 everywhere, so
+// every element must become n (n + 1) / 2. Returns the wrong elements over all ranks.
+long long wrong_elements(float* buf, std::size_t count) {
+  const int n = idist::get_world_size();
+  std::vector<float> host(count, float(idist::get_rank() + 1));
+  cudaMemcpy(buf, host.data(), count * sizeof(float), cudaMemcpyHostToDevice);
+  idist::all_reduce(std::span<float>(buf, count));
+  cudaMemcpy(host.data(), buf, count * sizeof(float), cudaMemcpyDeviceToHost);
+  const float expected = float(n * (n + 1) / 2);
+  const long long wrong = std::count_if(host.begin(), host.end(), [&](float v) { return v != expected; });
+  return idist::all_reduce(wrong);
+}
+
 double p50(std::vector<double> v) {
   std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(v.size() / 2), v.end());
   return v[v.size() / 2];
@@ -184,7 +197,9 @@ long long compare_raw(const Options& opt, float* buf) {
                 "ratio_ordered");
   }
   long long wrong_total = 0;
-  std::vector<float> host;
+  const auto us = [](clock::time_point a, clock::time_point b) {
+    return std::chrono::duration<double, std::micro>(b - a).count();
+  };
   for (std::size_t bytes = opt.min_bytes; bytes <= opt.max_bytes; bytes *= 2) {
     const std::size_t count = bytes / sizeof(float);
     const std::span<float> data(buf, count);
@@ -197,9 +212,6 @@ long long compare_raw(const Options& opt, float* buf) {
     }
     for (int i = 0; i < opt.warmup; ++i) ordered_all_reduce(count);
     std::vector<double> ours, theirs, ordered;
-    const auto us = [](clock::time_point a, clock::time_point b) {
-      return std::chrono::duration<double, std::micro>(b - a).count();
-    };
     for (int i = 0; i < opt.samples; ++i) {
       const auto t0 = clock::now();
       idist::all_reduce(data);
@@ -216,13 +228,7 @@ long long compare_raw(const Options& opt, float* buf) {
     const double a = idist::all_reduce(p50(ours), idist::ReduceOp::Max);
     const double b = idist::all_reduce(p50(theirs), idist::ReduceOp::Max);
     const double c = idist::all_reduce(p50(ordered), idist::ReduceOp::Max);
-    host.assign(count, float(rank + 1));
-    CHECK_RAW(cudaMemcpy(buf, host.data(), count * sizeof(float), cudaMemcpyHostToDevice));
-    idist::all_reduce(data);
-    CHECK_RAW(cudaMemcpy(host.data(), buf, count * sizeof(float), cudaMemcpyDeviceToHost));
-    const float expected = float(n * (n + 1) / 2);
-    const long long wrong = std::count_if(host.begin(), host.end(), [&](float v) { return v != expected; });
-    const long long wrong_all = idist::all_reduce(wrong);
+    const long long wrong_all = wrong_elements(buf, count);
     wrong_total += wrong_all;
     if (rank == 0) {
       std::printf("%12zu %12.2f %12.2f %14.2f %8.3f %14.3f%s\n", bytes, a, b, c, a / b, a / c,
@@ -284,14 +290,7 @@ int main(int argc, char** argv) {
     const double local_us =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / opt.iters;
     const double us = idist::all_reduce(local_us, idist::ReduceOp::Max);
-    // Correctness: rank r contributes r + 1 everywhere; the sum is n (n + 1) / 2.
-    host.assign(count, float(rank + 1));
-    cudaMemcpy(buf, host.data(), count * sizeof(float), cudaMemcpyHostToDevice);
-    idist::all_reduce(data);
-    cudaMemcpy(host.data(), buf, count * sizeof(float), cudaMemcpyDeviceToHost);
-    const float expected = float(n * (n + 1) / 2);
-    const long long wrong = std::count_if(host.begin(), host.end(), [&](float v) { return v != expected; });
-    const long long wrong_all = idist::all_reduce(wrong);
+    const long long wrong_all = wrong_elements(buf, count);
     wrong_total += wrong_all;
     if (rank == 0) {
       const double algbw = double(bytes) / (us * 1e-6) / 1e9;
