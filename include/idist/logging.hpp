@@ -1,9 +1,10 @@
 #pragma once
 /// @file
 /// idist's log lines: where ignite logs through its `setup_logger` (INFO on rank 0 only) or warns
-/// through Python's `warnings.warn` (every process), idist writes one line per message, by default
-/// to stderr as `idist.<logger> INFO: <message>` or `idist.<logger> WARNING: <message>`. The logger
-/// name is the part of ignite's module path after `ignite.` (e.g. "distributed.launcher.Parallel").
+/// through Python's `warnings.warn` (every process), idist writes one line per message. By default
+/// the lines go to stderr as `idist.<logger> INFO: <message>` or `idist.<logger> WARNING: <message>`,
+/// the logger name being the part of ignite's module path after `ignite.` (e.g.
+/// "distributed.launcher.Parallel").
 ///
 /// A program chooses how much is written (a level: set_log_level(), or the environment variable
 /// IDIST_LOG_LEVEL) and where it goes (a sink: set_log_sink(), set_log_stream()):
