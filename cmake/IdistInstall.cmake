@@ -1,6 +1,8 @@
 # Installs libidist, its headers and a CMake package so that consumers can
 #   find_package(idist CONFIG REQUIRED)
 #   target_link_libraries(app PRIVATE idist::idist)      # or idist::torch for the LibTorch layer
+# (find_package(idist CONFIG REQUIRED COMPONENTS torch) requires the latter; the package then finds
+# Torch itself, see idistConfig.cmake.in).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 

@@ -38,7 +38,7 @@ class ComputationModel {
   ComputationModel(const ComputationModel&) = delete;
   ComputationModel& operator=(const ComputationModel&) = delete;
 
-  /// "serial", "mpi-dist", "gloo-dist" or "nccl-dist" (ignite's model names).
+  /// "serial" or "native-dist" (ignite's model names: _SerialModel, _NativeDistModel).
   virtual std::string model_name() const = 0;
   /// std::nullopt for serial, else "mpi", "gloo" or "nccl".
   virtual std::optional<std::string> backend() const = 0;

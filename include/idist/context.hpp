@@ -61,29 +61,64 @@ struct InitOptions {
 /// Initializes the distributed configuration with `backend` (one of available_backends()).
 /// Mirrors ignite.distributed.initialize. "mpi" calls MPI_Init_thread unless MPI is already
 /// initialized, in which case the existing MPI context is adopted.
-/// @throws ValueError for an unknown backend (listing the available ones) or when a backend is
-///         already initialized; TimeoutError when the rendezvous does not complete within
-///         opts.timeout; BackendError when the backend fails to start.
+/// @throws ValueError for an unknown backend (listing the available ones), when a backend is
+///         already initialized, or for an invalid IDIST_LOG_LEVEL (see log_level()); TimeoutError
+///         when the rendezvous does not complete within opts.timeout; BackendError when the backend
+///         fails to start.
 void initialize(std::string_view backend, const InitOptions& opts = {});
 
 /// Tears down the current backend, restores environment variables it set, and returns to the
 /// serial model. Mirrors ignite.distributed.finalize. A no-op when serial.
 void finalize();
 
-/// Adopts a distributed context created outside idist (e.g. the program called MPI_Init itself).
-/// Mirrors ignite.distributed.sync. A no-op when none is found.
-void sync();
+/// Synchronizes idist with the distributed context that exists now; for programs that create or
+/// destroy a context themselves (their own MPI_Init / MPI_Finalize). Mirrors
+/// ignite.distributed.sync(temporary):
+/// - serial: a context created outside idist (today: an initialized, not finalized MPI) is adopted
+///   and becomes the current model; without one, idist stays serial;
+/// - an adopted context that the program has torn down since (MPI_Finalize): idist returns to serial
+///   without calling MPI (ignite: no context found, the serial model again);
+/// - a model of initialize(), or an adopted context still alive: kept as it is (ignite re-creates a
+///   model of the same context; idist keeps the one it has, so nothing is collective).
+///
+/// `temporary` is ignite's flag: while serial, every query (get_rank(), backend(), the collectives
+/// ...) first looks for such a context itself, as a temporary sync. An explicit sync (false, the
+/// default) that finds a context turns that per-query lookup off until finalize() or initialize():
+/// the program has said when its context changes, so a later return to serial through sync() stays
+/// serial without a probe on every query. sync(true) adopts alike but leaves the lookup on.
+/// Collective when it adopts (the adopted model duplicates MPI_COMM_WORLD).
+/// @throws BackendError when adopting fails (an MPI call fails).
+void sync(bool temporary = false);
 
 /// The current backend: std::nullopt when serial, else "mpi", "gloo" or "nccl".
 /// Mirrors ignite.distributed.backend.
 std::optional<std::string> backend();
 
-/// "serial", "mpi-dist", "gloo-dist" or "nccl-dist". Mirrors ignite.distributed.model_name.
+/// The current computation model's name: "serial", or "native-dist" for every backend (mpi, gloo,
+/// nccl), as ignite names its _NativeDistModel whatever the torch.distributed backend; backend()
+/// tells them apart. Mirrors ignite.distributed.model_name.
 std::string model_name();
 
 /// Backends compiled into this build, in the order "nccl", "gloo", "mpi".
 /// Mirrors ignite.distributed.available_backends.
 std::vector<std::string> available_backends();
+
+/// One computation model class idist can run programs under: ignite's registered computation model
+/// classes (_SerialModel, _NativeDistModel), described by the two class attributes programs read.
+struct ComputationModelInfo {
+  /// The class's name, which model_name() returns while one of its models is current: "serial" or
+  /// "native-dist".
+  std::string name;
+  /// The backends the class serves (ignite's available_backends class attribute): none for
+  /// "serial"; those of "nccl", "gloo", "mpi" compiled into this build for "native-dist".
+  std::vector<std::string> backends;
+};
+
+/// The computation models of this build, serial first, then native-dist when a distributed backend
+/// is compiled in (has_native_dist_support()). Their backends, in this order, are
+/// available_backends(). Mirrors ignite.distributed.registered_computation_models (a tuple of
+/// classes in ignite; idist's backends are not classes a program could use, hence descriptors).
+std::vector<ComputationModelInfo> registered_computation_models();
 
 /// Rank of this process in [0, get_world_size()); 0 when serial. Mirrors ignite's get_rank.
 int get_rank();
@@ -127,9 +162,10 @@ bool has_xla_support();
 bool has_hvd_support();
 
 /// Logs the configuration on rank 0 (distributed configuration, backend, device, hostname, world
-/// size, rank, local rank, num processes per_node, num nodes, node rank), one line each, to stderr,
-/// plus "network interface" (name, address and why) on backends that choose one (gloo, nccl).
-/// Mirrors ignite.distributed.show_config.
+/// size, rank, local rank, num processes per_node, num nodes, node rank), one INFO line each as
+/// logger "distributed" (logging.hpp: stderr unless a sink is set), e.g. `idist.distributed INFO:
+/// distributed configuration: native-dist`, plus "network interface" (name, address and why) on
+/// backends that choose one (gloo, nccl). Mirrors ignite.distributed.show_config.
 void show_config();
 
 /// The current computation model (never null: serial when nothing was initialized). Advanced use:

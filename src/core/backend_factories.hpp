@@ -11,6 +11,7 @@ namespace idist {
 namespace mpi_backend {
 std::unique_ptr<ComputationModel> create(const InitOptions& opts);
 std::unique_ptr<ComputationModel> adopt();
+bool has_context();
 }  // namespace mpi_backend
 #endif
 #if IDIST_HAVE_GLOO

@@ -9,6 +9,7 @@
 
 #include "core/debug/debug_model.hpp"
 #include "core/local_rank_hint.hpp"
+#include "core/need_to_sync.hpp"
 #include "core/registry.hpp"
 #include "idist/error.hpp"
 #include "idist/logging.hpp"
@@ -24,6 +25,8 @@ struct ContextState {
   // ignite's _need_to_sync: while serial and not explicitly initialized, every query first looks for
   // a context created outside idist (e.g. the program's own MPI_Init) and adopts it.
   bool need_to_sync = true;
+  // The current model wraps a context created outside idist (sync() checks that it still exists).
+  bool adopted = false;
   // ignite's ComputationModel._ext_local_rank: set_local_rank() while serial keeps the hint for the
   // context adopted or initialized later; it lives as long as the process, as in ignite.
   std::optional<int> local_rank_hint;
@@ -41,9 +44,17 @@ bool try_adopt() {
       if (state().local_rank_hint) model->set_local_rank(*state().local_rank_hint);
       state().model = core::debug::wrap(std::move(model), core::debug::read_settings(std::nullopt));
       state().serial = false;
+      state().adopted = true;
       return true;
     }
   }
+  return false;
+}
+
+// Whether the context an adopted `model` wraps still exists (e.g. MPI not finalized since).
+bool adopted_context_exists(const ComputationModel& model) {
+  for (const auto& entry : core::backends())
+    if (entry.has_context && model.backend() == entry.name) return entry.has_context();
   return false;
 }
 
@@ -57,6 +68,7 @@ std::string available_list() {
 
 namespace core {
 std::optional<int> local_rank_hint() { return state().local_rank_hint; }
+bool need_to_sync() { return state().need_to_sync; }
 }  // namespace core
 
 ComputationModel& current_model() {
@@ -73,10 +85,12 @@ void initialize(std::string_view backend, const InitOptions& opts) {
   if (opts.timeout.count() <= 0)
     throw ValueError(fmt::format("initialize: timeout must be positive, got {} ms", opts.timeout.count()));
   const core::debug::Settings debug = core::debug::read_settings(opts.debug);  // ValueError before any rendezvous
+  (void)log_level();  // a misspelt IDIST_LOG_LEVEL: ValueError here, not a warning later
   for (const auto& entry : core::backends()) {
     if (entry.name != backend) continue;
     s.model = core::debug::wrap(entry.create(opts), debug);
     s.serial = false;
+    s.adopted = false;
     s.need_to_sync = false;
     return;
   }
@@ -90,13 +104,25 @@ void finalize() {
   std::unique_ptr<ComputationModel> model = std::move(s.model);
   s.model = std::make_unique<serial_backend::SerialModel>();
   s.serial = true;
+  s.adopted = false;
   s.need_to_sync = true;
   model->finalize();
 }
 
-void sync() {
+void sync(bool temporary) {
   ContextState& s = state();
-  if (s.serial) try_adopt();
+  if (!s.serial && s.adopted && !adopted_context_exists(*s.model)) {
+    // The program tore the context down: back to serial. The model's finalize() makes no call on a
+    // finalized MPI; the per-query lookup keeps its state, as in ignite.
+    std::unique_ptr<ComputationModel> gone = std::move(s.model);
+    s.model = std::make_unique<serial_backend::SerialModel>();
+    s.serial = true;
+    s.adopted = false;
+    gone->finalize();
+    return;
+  }
+  if (s.serial && !try_adopt()) return;
+  s.need_to_sync = temporary;  // ignite's _set_model(model, temporary)
 }
 
 std::optional<std::string> backend() { return current_model().backend(); }
@@ -126,6 +152,12 @@ void set_local_rank(int local_rank) {
   if (local_rank < 0) throw ValueError(fmt::format("set_local_rank: local_rank must be >= 0, got {}", local_rank));
   state().local_rank_hint = local_rank;
   current_model().set_local_rank(local_rank);  // the serial model ignores it; a live context takes it now
+}
+
+std::vector<ComputationModelInfo> registered_computation_models() {
+  std::vector<ComputationModelInfo> models{{"serial", {}}};
+  if (has_native_dist_support()) models.push_back({"native-dist", available_backends()});
+  return models;
 }
 
 bool has_native_dist_support() { return !core::backends().empty(); }

@@ -9,15 +9,15 @@ namespace idist::core {
 namespace {
 constexpr std::array kBackends = {
 #if IDIST_HAVE_NCCL
-    BackendEntry{"nccl", &nccl_backend::create, nullptr},
+    BackendEntry{"nccl", &nccl_backend::create, nullptr, nullptr},
 #endif
 #if IDIST_HAVE_GLOO
-    BackendEntry{"gloo", &gloo_backend::create, nullptr},
+    BackendEntry{"gloo", &gloo_backend::create, nullptr, nullptr},
 #endif
 #if IDIST_HAVE_MPI
-    BackendEntry{"mpi", &mpi_backend::create, &mpi_backend::adopt},
+    BackendEntry{"mpi", &mpi_backend::create, &mpi_backend::adopt, &mpi_backend::has_context},
 #endif
-    BackendEntry{"", nullptr, nullptr},  // sentinel keeps the array non-empty in a serial-only build
+    BackendEntry{"", nullptr, nullptr, nullptr},  // sentinel keeps the array non-empty in a serial-only build
 };
 }  // namespace
 

@@ -17,6 +17,9 @@ struct BackendEntry {
   /// Returns a model wrapping a context created outside idist, or null when there is none
   /// (ignite's create_from_context). May itself be null when the backend has no such notion.
   std::unique_ptr<ComputationModel> (*adopt)();
+  /// Whether such a context exists now: cheap, makes no collective call (sync() asks it whether an
+  /// adopted context is still alive). Null exactly when adopt is.
+  bool (*has_context)();
 };
 
 /// Compiled-in backends in ignite's order: nccl, gloo, mpi.

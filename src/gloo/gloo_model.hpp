@@ -44,7 +44,7 @@ struct Communicator {
   std::atomic<std::uint64_t> monitored_barriers{0};
 };
 
-/// ignite's "gloo-dist" model (ignite's _NativeDistModel with backend "gloo"): a world of processes
+/// ignite's _NativeDistModel with backend "gloo" (model name "native-dist"): a world of processes
 /// that discovered their ranks from the environment (or InitOptions) and met through a store.
 ///
 /// - Transport: gloo::transport::tcp on the address rendezvous::select_interface() picks
@@ -70,7 +70,7 @@ class GlooModel final : public ComputationModel {
   /// the process is unwinding).
   ~GlooModel() override;
 
-  std::string model_name() const override { return "gloo-dist"; }
+  std::string model_name() const override { return "native-dist"; }
   std::optional<std::string> backend() const override { return "gloo"; }
   Device device() const override;
   void set_local_rank(int local_rank) override;

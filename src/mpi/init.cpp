@@ -136,14 +136,18 @@ std::unique_ptr<ComputationModel> create(const InitOptions& opts) {
   return std::make_unique<MPIModel>(opts.timeout, owns, provided, settings);
 }
 
-std::unique_ptr<ComputationModel> adopt() {
-  // Called on every query while idist is serial: two cheap flag reads when there is no MPI context.
+bool has_context() {
   int initialized = 0;
   MPI_Initialized(&initialized);
-  if (!initialized) return nullptr;
+  if (!initialized) return false;
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (finalized) return nullptr;
+  return !finalized;
+}
+
+std::unique_ptr<ComputationModel> adopt() {
+  // Called on every query while idist is serial: two cheap flag reads when there is no MPI context.
+  if (!has_context()) return nullptr;
   int provided = MPI_THREAD_SINGLE;
   MPI_Query_thread(&provided);
   return std::make_unique<MPIModel>(InitOptions{}.timeout, /*owns_mpi=*/false, provided, settings_from(InitOptions{}));

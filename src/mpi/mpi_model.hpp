@@ -121,8 +121,8 @@ class MPIModel final : public ComputationModel {
   /// Makes no MPI call (finalize() does the collective teardown).
   ~MPIModel() override = default;
 
-  /// "mpi-dist".
-  std::string model_name() const override { return "mpi-dist"; }
+  /// "native-dist" (ignite's _NativeDistModel.name, whatever the backend).
+  std::string model_name() const override { return "native-dist"; }
   /// "mpi".
   std::optional<std::string> backend() const override { return std::string("mpi"); }
   /// "cuda:<local rank>" when a CUDA device is usable, else "cpu" (ignite's rule for mpi).

@@ -29,7 +29,7 @@ class NCCLModel final : public ComputationModel {
   /// Aborts the communicators if finalize() did not run (never waits for peers).
   ~NCCLModel() override;
 
-  std::string model_name() const override { return "nccl-dist"; }
+  std::string model_name() const override { return "native-dist"; }
   std::optional<std::string> backend() const override { return "nccl"; }
   Device device() const override { return Device{DeviceType::CUDA, device_}; }
   std::optional<std::string> network_interface() const override { return interface_; }

@@ -20,8 +20,34 @@ TEST_F(Config, BackendAndModelNameMatchTheBackendUnderTest) {
     EXPECT_EQ(world(), 1);
   } else {
     EXPECT_EQ(idist::backend(), std::optional<std::string>(expected));
-    EXPECT_EQ(idist::model_name(), expected + "-dist");
+    // ignite/distributed/comp_models/native.py: _NativeDistModel.name is "native-dist" for nccl, gloo
+    // and mpi alike (programs compare it); the backend tells them apart.
+    EXPECT_EQ(idist::model_name(), "native-dist");
   }
+}
+
+// ignite/distributed/utils.py, model_name() returns the current model class's `name`, one of
+// registered_computation_models (comp_models/__init__.py), whose available_backends holds backend().
+TEST_F(Config, CurrentModelIsARegisteredComputationModel) {
+  const auto models = idist::registered_computation_models();
+  const auto it = std::find_if(models.begin(), models.end(),
+                               [](const idist::ComputationModelInfo& m) { return m.name == idist::model_name(); });
+  ASSERT_NE(it, models.end()) << idist::model_name() << " is not registered";
+  if (const auto b = idist::backend())
+    EXPECT_NE(std::find(it->backends.begin(), it->backends.end(), *b), it->backends.end()) << *b;
+  else
+    EXPECT_TRUE(it->backends.empty());
+}
+
+// ignite/distributed/utils.py, sync(): with a context alive (here the one initialize() made), the
+// model stays that context's; idist keeps the very model, so sync() is no collective call.
+TEST_F(Config, SyncKeepsTheCurrentModel) {
+  const idist::ComputationModel* before = &idist::current_model();
+  idist::sync();
+  EXPECT_EQ(&idist::current_model(), before);
+  idist::sync(/*temporary=*/true);
+  EXPECT_EQ(&idist::current_model(), before);
+  EXPECT_EQ(idist::all_reduce(1), world());
 }
 
 TEST_F(Config, SanityOfRanksAndNodes) {

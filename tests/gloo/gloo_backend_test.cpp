@@ -22,7 +22,7 @@ int world() { return idist::get_world_size(); }
 
 TEST(GlooBackend, Identity) {
   EXPECT_EQ(idist::backend(), std::optional<std::string>("gloo"));
-  EXPECT_EQ(idist::model_name(), "gloo-dist");
+  EXPECT_EQ(idist::model_name(), "native-dist");
   const idist::Device d = idist::device();
   if (d.type == idist::DeviceType::CUDA)
     EXPECT_EQ(d.index, idist::get_local_rank());

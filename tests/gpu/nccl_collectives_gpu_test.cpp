@@ -21,7 +21,7 @@ class NcclCollectives : public GpuTest {};
 
 TEST_F(NcclCollectives, ConfigurationIsNcclOnCudaLocalRank) {
   EXPECT_EQ(backend(), std::optional<std::string>("nccl"));
-  EXPECT_EQ(model_name(), "nccl-dist");
+  EXPECT_EQ(model_name(), "native-dist");
   const Device d = device();
   EXPECT_EQ(d.type, DeviceType::CUDA);
   int count = 0;

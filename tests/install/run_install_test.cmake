@@ -4,6 +4,8 @@
 #   -DGENERATOR=<CMake generator>   -DCXX=<C++ compiler>             -DCONFIG=<build type>
 #   -DRUN=<;-list>   how to run the built program, with @APP@ standing for its path
 #   -DCONSUMER_ARGS=<;-list> more arguments for configuring the consumer (e.g. -DTorch_DIR=...)
+#   -DPROGRAM=<name>   the consumer's program (default: the one program named app*)
+#   -DEXPECT_REGEX=<re>  the run's output must match it (optional)
 cmake_minimum_required(VERSION 3.22)
 
 function(run_step what)
@@ -42,7 +44,10 @@ if(at EQUAL -1)
 endif()
 run_step("building the consumer" "${CMAKE_COMMAND}" --build "${WORK_DIR}/build")
 
-file(GLOB apps LIST_DIRECTORIES false "${WORK_DIR}/build/app*")
+if(NOT PROGRAM)
+  set(PROGRAM "app*")
+endif()
+file(GLOB apps LIST_DIRECTORIES false "${WORK_DIR}/build/${PROGRAM}")
 list(LENGTH apps n)
 if(NOT n EQUAL 1)
   message(FATAL_ERROR "expected one consumer program in ${WORK_DIR}/build, found: ${apps}")
@@ -56,3 +61,6 @@ endif()
 string(REPLACE "@APP@" "${apps}" run_command "${RUN}")
 run_step("running the consumer" ${run_command})
 message("${step_output}")
+if(DEFINED EXPECT_REGEX AND NOT step_output MATCHES "${EXPECT_REGEX}")
+  message(FATAL_ERROR "the consumer's output does not match '${EXPECT_REGEX}'")
+endif()

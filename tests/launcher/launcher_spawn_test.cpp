@@ -51,7 +51,7 @@ void check_worker(int local_rank, int world, int nproc) {
   const int rank = idist::get_rank();
   const std::string who = "rank " + std::to_string(rank) + ": ";
   require(idist::backend() == std::optional<std::string>("gloo"), who + "backend is not gloo");
-  require(idist::model_name() == "gloo-dist", who + "model_name is " + idist::model_name());
+  require(idist::model_name() == "native-dist", who + "model_name is " + idist::model_name());
   require(idist::get_world_size() == world, who + "world size " + std::to_string(idist::get_world_size()));
   require(idist::get_local_rank() == local_rank,
           who + "local rank " + std::to_string(idist::get_local_rank()) + " but fn got " + std::to_string(local_rank));

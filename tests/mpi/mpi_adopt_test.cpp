@@ -46,7 +46,7 @@ int expected_local_rank() { return idist::test::env_int("OMPI_COMM_WORLD_LOCAL_R
 
 TEST(MpiAdopt, QueriesAdoptTheProgramsMpiWithoutInitialize) {
   EXPECT_EQ(idist::get_world_size(), mpi_size());
-  EXPECT_EQ(idist::model_name(), "mpi-dist");
+  EXPECT_EQ(idist::model_name(), "native-dist");
   EXPECT_EQ(idist::backend(), std::optional<std::string>("mpi"));
   EXPECT_EQ(idist::get_rank(), mpi_rank());
   EXPECT_EQ(idist::get_local_rank(), expected_local_rank());
@@ -80,7 +80,7 @@ TEST(MpiAdopt, SyncAdopts) {
   idist::sync();
   // initialize() refuses only when a backend is current: proof that sync() adopted without a query.
   EXPECT_THROW(idist::initialize("mpi"), idist::ValueError);
-  EXPECT_EQ(idist::model_name(), "mpi-dist");
+  EXPECT_EQ(idist::model_name(), "native-dist");
   idist::finalize();
   EXPECT_FALSE(mpi_finalized());
 }

@@ -28,7 +28,7 @@ using idist::test::env_int;
 // configuration
 
 TEST(MpiConfig, ModelAndBackendNames) {
-  EXPECT_EQ(idist::model_name(), "mpi-dist");
+  EXPECT_EQ(idist::model_name(), "native-dist");
   EXPECT_EQ(idist::backend(), std::optional<std::string>("mpi"));
 }
 
@@ -79,7 +79,7 @@ TEST(MpiConfig, SetLocalRankOverridesTheMeasuredOne) {
 
 TEST(MpiConfig, InitializeTwiceIsValueError) {
   EXPECT_THROW(idist::initialize("mpi"), idist::ValueError);
-  EXPECT_EQ(idist::model_name(), "mpi-dist") << "the failed call must leave the running backend alone";
+  EXPECT_EQ(idist::model_name(), "native-dist") << "the failed call must leave the running backend alone";
 }
 
 TEST(MpiConfig, IdistInitializedMpiWithThreadMultiple) {

@@ -38,7 +38,7 @@ TEST(MpiLifecycle, InitializeCallsMpiInitThread) {
   opts.timeout = std::chrono::seconds(60);
   idist::initialize("mpi", opts);
   EXPECT_TRUE(mpi_initialized());
-  EXPECT_EQ(idist::model_name(), "mpi-dist");
+  EXPECT_EQ(idist::model_name(), "native-dist");
   EXPECT_EQ(idist::get_world_size(), idist::test::env_int("OMPI_COMM_WORLD_SIZE"));
   auto* m = dynamic_cast<idist::mpi_backend::MPIModel*>(&idist::current_model());
   ASSERT_NE(m, nullptr);

@@ -137,6 +137,35 @@ std::vector<std::int64_t> loaded(Loader& loader, std::size_t max_batches = SIZE_
   return out;
 }
 
+// ignite/distributed/auto.py, auto_dataloader(): with world size 1 the kwargs reach
+// torch.utils.data.DataLoader unchanged, and DataLoader's shuffle defaults to False; with world size
+// > 1 and no sampler, `kwargs.pop("shuffle", True)` goes to the DistributedSampler. An explicit shuffle
+// is kept either way.
+TEST(IgniteParity, AutoDataloaderShuffleDefaults) {
+  for (int world_size : {1, 2, 4}) {
+    const auto unset = idist::detail::adapt_loader_options({}, world_size, 1, idist::Device{});
+    EXPECT_EQ(unset.shuffle, std::optional<bool>(world_size > 1)) << "world size " << world_size;
+    for (bool given : {false, true})
+      EXPECT_EQ(idist::detail::adapt_loader_options({.shuffle = given}, world_size, 1, idist::Device{}).shuffle,
+                std::optional<bool>(given))
+          << "world size " << world_size << ", shuffle " << given;
+  }
+  const std::int64_t n = 64;
+  auto by_default = idist::auto_dataloader(index_dataset(n), {.batch_size = std::size_t(4 * ws())});
+  EXPECT_EQ(by_default.options().shuffle, std::optional<bool>(ws() > 1));
+  if (ws() == 1) {
+    std::vector<std::int64_t> in_order(n);
+    for (std::int64_t i = 0; i < n; ++i) in_order[std::size_t(i)] = i;
+    EXPECT_EQ(loaded(by_default), in_order) << "serial, shuffle unset: the dataset's order";
+    auto shuffled = idist::auto_dataloader(index_dataset(n), {.batch_size = 4, .shuffle = true});
+    EXPECT_NE(loaded(shuffled), in_order) << "serial, shuffle = true: a permutation";
+  } else {
+    auto* s = dynamic_cast<idist::DistributedSampler*>(&by_default.sampler());
+    ASSERT_NE(s, nullptr);
+    EXPECT_TRUE(s->shuffle());
+  }
+}
+
 // A user's own sampler that knows its epoch but does not shard: the even indices below 2 * n.
 class EvenIndices : public idist::EpochSampler {
  public:
@@ -211,15 +240,16 @@ TEST(IgniteParity, LoaderOptionsAreLoggedOnRankZero) {
     EXPECT_EQ(log.find("INFO"), std::string::npos) << log;
     return;
   }
-  const std::string sampler = ws() > 1 ? "idist::DistributedSampler" : "torch::data::samplers::RandomSampler";
+  // shuffle unset: true with several ranks (ignite's DistributedSampler), false serially (DataLoader's).
+  const std::string sampler = ws() > 1 ? "idist::DistributedSampler" : "torch::data::samplers::SequentialSampler";
+  const std::string shuffle = ws() > 1 ? "true" : "false";
   const std::string pin = idist::device().type == idist::DeviceType::CUDA ? "true" : "false";
   EXPECT_NE(log.find("idist.distributed.auto.auto_dataloader INFO: Use data loader options for dataset '"),
             std::string::npos)
       << log;
-  EXPECT_NE(
-      log.find("': batch_size=" + std::to_string(12 / ws()) +
-               ", num_workers=0, shuffle=true, drop_last=true, pin_memory=" + pin + ", sampler=" + sampler + "\n"),
-      std::string::npos)
+  EXPECT_NE(log.find("': batch_size=" + std::to_string(12 / ws()) + ", num_workers=0, shuffle=" + shuffle +
+                     ", drop_last=true, pin_memory=" + pin + ", sampler=" + sampler + "\n"),
+            std::string::npos)
       << log;
 }
 

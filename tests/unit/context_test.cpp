@@ -48,6 +48,16 @@ TEST(SerialContext, FinalizeAndSyncAreNoOps) {
   EXPECT_EQ(idist::get_world_size(), 1);
 }
 
+// ignite/distributed/utils.py, sync(temporary): with no context to adopt, the model is the serial one
+// again, whatever `temporary`.
+TEST(SerialContext, SyncWithoutAContextStaysSerialTemporaryOrNot) {
+  idist::sync(/*temporary=*/true);
+  EXPECT_EQ(idist::model_name(), "serial");
+  idist::sync(/*temporary=*/false);
+  EXPECT_EQ(idist::model_name(), "serial");
+  EXPECT_EQ(idist::all_reduce(7), 7);
+}
+
 TEST(SerialContext, SetLocalRankChecksItsArgument) {
   EXPECT_THROW(idist::set_local_rank(-1), idist::ValueError);
   idist::set_local_rank(0);
@@ -94,6 +104,28 @@ TEST(AvailableBackends, SubsequenceOfNcclGlooMpi) {
   EXPECT_EQ(got.size(), std::size_t(IDIST_HAVE_MPI + IDIST_HAVE_GLOO + IDIST_HAVE_NCCL));
 }
 
+// ignite/distributed/comp_models/__init__.py, setup_available_computation_models(): the tuple
+// registered_computation_models holds _SerialModel, then _NativeDistModel when torch.distributed is
+// available; ignite/distributed/utils.py, available_backends(): the concatenation of their
+// available_backends (() for _SerialModel, native.py: the available ones of nccl, gloo, mpi).
+TEST(RegisteredComputationModels, SerialThenNativeDistServingTheAvailableBackends) {
+  const std::vector<idist::ComputationModelInfo> models = idist::registered_computation_models();
+  ASSERT_FALSE(models.empty());
+  EXPECT_EQ(models[0].name, "serial");
+  EXPECT_TRUE(models[0].backends.empty());
+  if (!idist::has_native_dist_support()) {
+    EXPECT_EQ(models.size(), 1u);
+    return;
+  }
+  ASSERT_EQ(models.size(), 2u);
+  EXPECT_EQ(models[1].name, "native-dist");
+  std::vector<std::string> all;
+  for (const auto& m : models) all.insert(all.end(), m.backends.begin(), m.backends.end());
+  EXPECT_EQ(all, idist::available_backends());
+  // The serial model's name is the one model_name() reports while serial.
+  EXPECT_EQ(idist::model_name(), models[0].name);
+}
+
 TEST(Initialize, UnknownBackendListsTheAvailableOnes) {
   for (const char* bad : {"xyz", "serial", "", "MPI", "horovod"}) {
     try {
@@ -107,6 +139,25 @@ TEST(Initialize, UnknownBackendListsTheAvailableOnes) {
     }
     EXPECT_EQ(idist::model_name(), "serial") << "a failed initialize() must leave the serial model";
   }
+}
+
+// A misspelt IDIST_LOG_LEVEL stops initialize() before any rendezvous, like IDIST_DISTRIBUTED_DEBUG.
+TEST(Initialize, InvalidLogLevelVariableIsAValueError) {
+  const std::vector<std::string> names = idist::available_backends();
+  const std::string backend = names.empty() ? "mpi" : names.back();
+  ::setenv("IDIST_LOG_LEVEL", "loud", 1);
+  try {
+    idist::initialize(backend);
+    idist::finalize();
+    ADD_FAILURE() << "initialize with IDIST_LOG_LEVEL=loud did not throw";
+  } catch (const idist::ValueError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("IDIST_LOG_LEVEL"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'loud'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("DEBUG, INFO, WARNING, OFF"), std::string::npos) << msg;
+  }
+  ::unsetenv("IDIST_LOG_LEVEL");
+  EXPECT_EQ(idist::model_name(), "serial");
 }
 
 TEST(Initialize, NonPositiveTimeoutIsAValueError) {

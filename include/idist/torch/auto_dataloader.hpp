@@ -95,13 +95,13 @@ inline std::shared_ptr<EpochSampler> choose_sampler(const DataLoaderOptions& opt
   using torch::data::samplers::Sampler;
   const std::shared_ptr<Sampler<>>& user = opts.sampler;
   if (world_size > 1) {
-    if (!user) return std::make_shared<DistributedSampler>(dataset_size, world_size, rank, opts.shuffle);
+    if (!user) return std::make_shared<DistributedSampler>(dataset_size, world_size, rank, opts.shuffle.value_or(true));
     if (!is_distributed_sampler(user.get())) return std::make_shared<DistributedProxySampler>(user, world_size, rank);
     warn_about_sampler_placement(*user, world_size, rank);
   }
   if (!user) {
     std::shared_ptr<Sampler<>> s;
-    if (opts.shuffle)
+    if (opts.shuffle.value_or(false))
       s = std::make_shared<torch::data::samplers::RandomSampler>(std::int64_t(dataset_size));
     else
       s = std::make_shared<torch::data::samplers::SequentialSampler>(dataset_size);
@@ -176,12 +176,13 @@ class DataLoader {
 /// ignite.distributed.auto_dataloader; with world size > 1:
 /// - batch_size becomes batch_size / world size when batch_size >= world size;
 /// - num_workers becomes ceil(num_workers / nproc per node) when num_workers >= nproc per node;
-/// - without a sampler, a DistributedSampler (rank and world size of idist, `shuffle` as given)
+/// - without a sampler, a DistributedSampler (rank and world size of idist, `shuffle` as given, else true)
 ///   shards the dataset; a user sampler (an EpochSampler of the user's included) is wrapped in
 ///   DistributedProxySampler, unless it is already distributed: then it is used as is, with
 ///   ignite's warnings ("Found distributed sampler with rank=R, but process rank is P", "... with
 ///   num_replicas=N, but world size is W") when it was built for another place in the world.
-/// Serial: the options as given, with a RandomSampler (shuffle) or SequentialSampler.
+/// Serial: the options as given, with a RandomSampler (shuffle) or SequentialSampler (the default,
+/// as ignite passes the options unchanged to the DataLoader, whose shuffle defaults to false).
 /// pin_memory defaults to true on CUDA devices. Logs the final options on rank 0, as ignite does
 /// (see detail::describe_loader). `dataset` is a LibTorch map-style batch dataset with a size,
 /// typically `MyDataset().map(torch::data::transforms::Stack<>())`; stream datasets take the

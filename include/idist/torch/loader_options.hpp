@@ -29,8 +29,10 @@ struct DataLoaderOptions {
   /// Loader worker threads; with world size > 1 and num_workers >= processes per node it becomes
   /// ceil(num_workers / processes per node).
   std::size_t num_workers = 0;
-  /// Shuffle every epoch (used when no sampler is given).
-  bool shuffle = true;
+  /// Shuffle every epoch (used when no sampler is given). Unset: ignite's defaults, which differ:
+  /// with world size > 1 its DistributedSampler shuffles (true), serially the options reach the
+  /// DataLoader unchanged, which does not shuffle (false). Resolved by adapt_loader_options.
+  std::optional<bool> shuffle = std::nullopt;
   /// Drop the last incomplete batch.
   bool drop_last = false;
   /// Pinned host memory for batches; defaults to true when idist::device() is a CUDA device.
@@ -47,7 +49,7 @@ namespace detail {
 
 /// ignite's scaling rules, as a pure function of the configuration: returns `opts` with the batch
 /// size and the worker count scaled for `world_size` ranks with `nproc_per_node` per node, and
-/// pin_memory resolved for `device`. The sampler is left as given (see auto_dataloader).
+/// shuffle and pin_memory resolved. The sampler is left as given (see auto_dataloader).
 /// @throws ValueError for batch_size 0, world_size < 1 or nproc_per_node < 1.
 inline DataLoaderOptions adapt_loader_options(DataLoaderOptions opts, int world_size, int nproc_per_node,
                                               const Device& device) {
@@ -62,6 +64,7 @@ inline DataLoaderOptions adapt_loader_options(DataLoaderOptions opts, int world_
     if (opts.batch_size >= ws) opts.batch_size /= ws;
     if (opts.num_workers >= nproc) opts.num_workers = (opts.num_workers + nproc - 1) / nproc;
   }
+  if (!opts.shuffle) opts.shuffle = world_size > 1;
   if (!opts.pin_memory) opts.pin_memory = device.type == DeviceType::CUDA;
   return opts;
 }
@@ -84,7 +87,8 @@ inline std::string describe_loader(std::string_view dataset_name, const DataLoad
   return format_message(
       "Use data loader options for dataset '{}': batch_size={}, num_workers={}, shuffle={}, drop_last={}, "
       "pin_memory={}, sampler={}",
-      dataset_name, o.batch_size, o.num_workers, o.shuffle, o.drop_last, o.pin_memory.value_or(false), sampler_name);
+      dataset_name, o.batch_size, o.num_workers, o.shuffle.value_or(false), o.drop_last, o.pin_memory.value_or(false),
+      sampler_name);
 }
 
 }  // namespace detail
