@@ -5,6 +5,8 @@
 : "${IDIST_SOURCE_DIR:?set by ctest}" "${IDIST_BUILD_DIR:?set by ctest}" "${IDIST_CLUSTER:?set by ctest}"
 export IDIST_CLUSTER
 CLUSTER="$IDIST_SOURCE_DIR/scripts/cluster.sh"
+# skip_test REASON: Skipped (77) with the reason, or a failure under CI=true (tests/support/skip.sh).
+source "$IDIST_SOURCE_DIR/tests/support/skip.sh"
 LOGS="$(mktemp -d "/tmp/idist-$IDIST_CLUSTER-XXXXXX")"
 STARTED_PIDS=()
 failures=0
@@ -24,17 +26,15 @@ cleanup() {
   exit "$rc"
 }
 
-# cluster_up N [--rate R]: exits 77 (ctest: Skipped) with cluster.sh's reason when it cannot run here.
+# cluster_up N [--rate R]: skip_test with cluster.sh's reason when it cannot run here (Skipped, or a
+# failure under CI=true).
 cluster_up() {
   local rc=0
   trap cleanup EXIT
   trap 'exit 143' TERM INT
   "$CLUSTER" down >/dev/null 2>&1 || true  # leftovers of an earlier run killed mid-way
   "$CLUSTER" up "$@" 2>"$LOGS/up.err" || rc=$?
-  if [ "$rc" -eq 77 ]; then
-    echo "SKIPPED: $(cat "$LOGS/up.err")"
-    exit 77
-  fi
+  [ "$rc" -ne 77 ] || skip_test "$(cat "$LOGS/up.err")"
   [ "$rc" -eq 0 ] || { cat "$LOGS/up.err"; echo "cluster.sh up failed ($rc)"; exit 1; }
 }
 

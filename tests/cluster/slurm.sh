@@ -17,10 +17,7 @@ extra_cleanup() { "$SLURM" down >/dev/null 2>&1 || true; }
 cluster_up 2
 rc=0
 "$SLURM" up >"$LOGS/slurm-up.out" 2>"$LOGS/slurm-up.err" || rc=$?
-if [ "$rc" -eq 77 ]; then
-  echo "SKIPPED: $(tail -n 1 "$LOGS/slurm-up.err")"
-  exit 77
-fi
+[ "$rc" -ne 77 ] || skip_test "$(tail -n 1 "$LOGS/slurm-up.err")"
 [ "$rc" -eq 0 ] || { cat "$LOGS/slurm-up.err"; echo "slurm-cluster.sh up failed ($rc)"; exit 1; }
 eval "$(cat "$LOGS/slurm-up.out")"  # export SLURM_CONF=...
 export OMP_NUM_THREADS=1 IDIST_TEST_EXPECT_NNODES=2 IDIST_TEST_EXPECT_NPROC=2 IDIST_TEST_HOST_PREFIX="$IDIST_CLUSTER"
