@@ -7,6 +7,8 @@ export IDIST_CLUSTER
 CLUSTER="$IDIST_SOURCE_DIR/scripts/cluster.sh"
 # skip_test REASON: Skipped (77) with the reason, or a failure under CI=true (tests/support/skip.sh).
 source "$IDIST_SOURCE_DIR/tests/support/skip.sh"
+# scaled N: an upper bound on a duration times IDIST_TEST_TIME_SCALE (tests/support/time_scale.sh).
+source "$IDIST_SOURCE_DIR/tests/support/time_scale.sh"
 LOGS="$(mktemp -d "/tmp/idist-$IDIST_CLUSTER-XXXXXX")"
 STARTED_PIDS=()
 failures=0

@@ -93,7 +93,7 @@ if [ "$started" -eq 1 ]; then
   state=$("$SLURM" wait-job "$job" 60 || true)
   took=$(calc "$(now) - $t_fault")
   log "sbatch_killed: job $job ended $state $(printf %.1f "$took") s after the kill"
-  if [ "$state" != FAILED ] || [ "$(calc "$took > 15")" -eq 1 ] || [ "${#victims[@]}" -ne 2 ] ||
+  if [ "$state" != FAILED ] || [ "$(calc "$took > 10 + $(scaled 5)")" -eq 1 ] || [ "${#victims[@]}" -ne 2 ] ||
      ! grep -qE "(all_reduce|broadcast|all_gather|barrier).*host $(host_name 2)" "$LOGS/sbatch_killed.out"; then
     log "FAILED: sbatch_killed (state $state, ${#victims[@]} tasks killed, $took s)"
     tail -n 20 "$LOGS/sbatch_killed.out"

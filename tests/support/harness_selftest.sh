@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test harness's own rules, checked: expect_exit.sh passes only on the expected exit status AND
 # pattern with no failure reported by any rank; the multi-rank fail pattern of tests/CMakeLists.txt
-# matches every rank's failure line; skip.sh skips outside CI and fails under CI=true; a mpi job
-# rerun by mpi_launcher.sh is logged.
+# matches every rank's failure line; skip.sh skips outside CI and fails under CI=true; time_scale.sh
+# scales and validates; a mpi job rerun by mpi_launcher.sh is logged.
 #   harness_selftest.sh <IDIST_TEST_FAIL_REGEX>
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -40,6 +40,12 @@ sk="$here/skip.sh"
 check "skip.sh outside CI: Skipped (77)" 77 env -u CI bash "$sk" --unless-file /nonexistent/x "no x" -- true
 check "skip.sh under CI=true: failed" 1 env CI=true bash "$sk" --unless-file /nonexistent/x "no x" -- true
 check "skip.sh: runs the command when the file is there" 5 env CI=true bash "$sk" --unless-file "$sk" "no x" -- bash -c 'exit 5'
+
+ts="$here/time_scale.sh"
+check "time_scale.sh: unset leaves 30 as 30" 0 test "$(env -u IDIST_TEST_TIME_SCALE bash -c ". '$ts'; scaled 30")" = 30
+check "time_scale.sh: 2.5 makes 30 into 75" 0 test "$(IDIST_TEST_TIME_SCALE=2.5 bash -c ". '$ts'; scaled 30")" = 75
+check "time_scale.sh: a bad value ends the sourcing script" 2 env IDIST_TEST_TIME_SCALE=fast bash -c ". '$ts'; exit 0"
+check "time_scale.sh: below 1 is refused" 2 env IDIST_TEST_TIME_SCALE=0.5 bash -c ". '$ts'; exit 0"
 
 # mpi_launcher.sh: a launcher that "crashes" (a fake mpirun printing an mpirun backtrace and dying by
 # SIGSEGV) is rerun once and the rerun logged; the second fault is the job's outcome.
