@@ -52,14 +52,16 @@ start_on() {
   STARTED_PIDS+=("$LAST_PID")
 }
 
-# wait_all NAME PIDS...: waits for every pid; on any non-zero status prints the logs of NAME and
-# counts a failure. Returns the number of failed processes.
+# wait_all NAME PIDS...: waits for every pid; on any non-zero status, or a failed test reported by any
+# rank in the logs of NAME (rank 0's "[  FAILED  ]", the other ranks' "[rank N] FAILURE"), prints
+# those logs and counts a failure.
 wait_all() {
-  local name="$1" bad=0 pid
+  local name="$1" bad=0 pid reported=0
   shift
   for pid in "$@"; do wait "$pid" || bad=$((bad + 1)); done
-  if [ "$bad" -ne 0 ]; then
-    log "FAILED: $name ($bad process(es) exited non-zero); logs:"
+  grep -Eqs '\[  FAILED  \]|^\[rank [0-9]+\] FAILURE' "$LOGS/$name".* && reported=1
+  if [ "$bad" -ne 0 ] || [ "$reported" -ne 0 ]; then
+    log "FAILED: $name ($bad process(es) exited non-zero; a rank reported a failed test: $([ $reported = 1 ] && echo yes || echo no)); logs:"
     for f in "$LOGS/$name".*; do echo "----- $f"; tail -n 60 "$f"; done
     failures=$((failures + 1))
   else
