@@ -119,7 +119,7 @@ struct CustomItem {
 
 /// One named object of a checkpoint (an entry of ignite's `to_save`). Built implicitly from
 /// `{"name", object}`; the checkpoint shares ownership of modules, optimizers and Checkpointables,
-/// and a loader's position state (the loader itself must outlive its use).
+/// and a loader's position state and sampler.
 class CheckpointItem {
  public:
   /// What the item refers to.
@@ -208,8 +208,9 @@ class Checkpoint {
 
   /// Saves the items with `state` as `{prefix}_{name}_{state.iteration}.pt` (a file of that name is
   /// replaced), then applies n_saved. Returns once the state is copied (background_write) or written.
-  /// @throws ValueError for an empty user value name; Error naming the file and the rank when
-  ///         the previous save failed to reach the disk or an item's save threw (every rank).
+  /// @throws ValueError for an empty user value name or an undefined tensor value; Error naming the
+  ///         file and the rank, on every rank, when the previous save failed to reach the disk or an
+  ///         item's save threw.
   void save(const CheckpointState& state);
   /// Waits until the last save is on disk (renamed and its directory synced).
   /// @throws Error on every rank when it could not be written (disk full, directory removed, ...).

@@ -175,7 +175,7 @@ void Checkpoint::save(const CheckpointState& state) {
     if (const auto* t = std::get_if<torch::Tensor>(&value); t && !t->defined())
       throw ValueError(fmt::format("Checkpoint::save: user value '{}' is an undefined tensor", key));
   }
-  const int rank = get_rank(), world = get_world_size();
+  const int world = get_world_size();
   const bool root = m.is_root();
   const std::string name = checkpoint::file_name(m.base, state.iteration);
   std::string error;  // this rank's, shared with every rank below
@@ -246,7 +246,6 @@ void Checkpoint::save(const CheckpointState& state) {
   if (world > 1) written = broadcast(written, m.options.save_on_rank);
   if (!written.empty())
     throw Error(fmt::format("Checkpoint::save: {} (on rank {}, which saves)", written, m.options.save_on_rank));
-  (void)rank;
 }
 
 void Checkpoint::wait() {
