@@ -128,6 +128,60 @@ TEST(Checkpoint, LoadsByCopyIntoTheModulesTensors) {
   EXPECT_GT(net->fc->weight.abs().sum().item<double>(), 0.0);
 }
 
+// save() copies the state before it returns: what training changes while the background write runs
+// is not in the file.
+TEST(Checkpoint, SavesTheStateOfTheCallNotOfTheWrite) {
+  SharedDir dir;
+  auto model = std::make_shared<torch::nn::LinearImpl>(2048, 2048);  // 16 MiB: the write takes a while
+  auto opt = std::make_shared<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  model->weight.mutable_grad() = torch::ones_like(model->weight);
+  model->bias.mutable_grad() = torch::ones_like(model->bias);
+  opt->step();
+  const auto weight = model->weight.detach().clone();
+  Checkpoint ckpt(dir.path, {{"model", model}, {"optimizer", opt}});
+  ckpt.save({.iteration = 1});
+  opt->step();  // changes the weights and the momentum buffers in place
+  {
+    torch::NoGradGuard no_grad;
+    model->weight.fill_(123);
+  }
+  ckpt.wait();
+  auto fresh = std::make_shared<torch::nn::LinearImpl>(2048, 2048);
+  auto fresh_opt =
+      std::make_shared<torch::optim::SGD>(fresh->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  Checkpoint reader(dir.path, {{"model", fresh}, {"optimizer", fresh_opt}}, {.require_empty = false});
+  ASSERT_TRUE(reader.load_latest().has_value());
+  EXPECT_TRUE(torch::equal(fresh->weight, weight));
+  for (const auto& [key, state] : fresh_opt->state()) {
+    const auto& buf = static_cast<const torch::optim::SGDParamState&>(*state).momentum_buffer();
+    EXPECT_TRUE(torch::equal(buf, torch::ones_like(buf))) << "the first step's momentum";
+  }
+}
+
+// A save that crashed before its rename leaves a temporary file: it is never loaded, and the next
+// Checkpoint on the directory removes it.
+TEST(Checkpoint, TemporaryFileOfACrashedSaveIsIgnoredAndRemoved) {
+  SharedDir dir;
+  auto net = std::make_shared<Net>();
+  {
+    Checkpoint ckpt(dir.path, {{"model", net}});
+    ckpt.save({.iteration = 20});
+  }
+  const fs::path leftover = dir.path / ".model_30.pt.4242.0.tmp";
+  if (rank() == 0) std::ofstream(leftover) << "half a checkpoint";
+  testing::internal::CaptureStderr();
+  Checkpoint ckpt(dir.path, {{"model", net}}, {.require_empty = false});
+  const auto loaded = ckpt.load_latest();
+  const std::string err = testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(loaded->iteration, 20u);
+  EXPECT_EQ(err.find("WARNING"), std::string::npos) << err;
+  if (rank() == 0) {
+    EXPECT_FALSE(fs::exists(leftover));
+    EXPECT_EQ(dir.files(), std::vector<std::string>{"model_20.pt"});
+  }
+}
+
 TEST(Checkpoint, UserValuesAndGeneratorStateRoundTrip) {
   SharedDir dir;
   auto net = std::make_shared<Net>();
