@@ -377,6 +377,24 @@ TEST(Checkpoint, AFailedWriteIsRaisedOnEveryRank) {
   }
 }
 
+// save_on_rank: the last rank writes and reads; the others' directories stay untouched.
+TEST(Checkpoint, SaveOnAnotherRank) {
+  char tmpl[] = "/tmp/idist-ckpt-rank-XXXXXX";
+  const fs::path mine = ::mkdtemp(tmpl);
+  const int saver = ws() - 1;
+  auto net = std::make_shared<Net>();
+  {
+    Checkpoint ckpt(mine, {{"model", net}}, {.save_on_rank = saver});
+    ckpt.save({.iteration = 9, .values = {{"by", std::int64_t(rank())}}});
+    const auto loaded = ckpt.load_latest();
+    ASSERT_TRUE(loaded.has_value());
+    EXPECT_EQ(loaded->value<std::int64_t>("by"), std::int64_t(saver));
+    EXPECT_EQ(ckpt.dirname(), idist::broadcast(mine, saver));
+  }
+  EXPECT_EQ(fs::exists(mine / "model_9.pt"), rank() == saver);
+  fs::remove_all(mine);
+}
+
 // An object that saves itself: its save() runs on every rank (collectives allowed), load() too.
 struct Counter : idist::Checkpointable {
   std::int64_t value = 0;
