@@ -58,10 +58,26 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   app.add_option("--master-addr", o.master_addr, "address of node 0, where rank 0 serves the rendezvous");
   app.add_option("--master-port", o.master_port, "port of the rendezvous on node 0")->check(CLI::Range(1, 65535));
   auto* checkpoint = app.add_option("--checkpoint-dir", o.checkpoint_dir,
-                                    "write DIR/checkpoint_<epoch>.pt after each epoch (rank 0 only)");
-  app.add_flag("--resume", o.resume, "continue from the newest checkpoint in --checkpoint-dir")->needs(checkpoint);
+                                    "write DIR/checkpoint_<iteration>.pt after each epoch (rank 0 only; the newest two "
+                                    "are kept)");
+  app.add_option("--checkpoint-every-steps", o.checkpoint_every_steps,
+                 "also write a checkpoint every N global steps, mid-epoch too (0: at epoch ends only)")
+      ->check(CLI::NonNegativeNumber)
+      ->needs(checkpoint)
+      ->capture_default_str();
+  auto* auto_resume = app.add_flag("--auto-resume", o.auto_resume,
+                                   "continue from the newest checkpoint in --checkpoint-dir when there is one, start "
+                                   "fresh otherwise (what a restarted worker needs)")
+                          ->needs(checkpoint);
+  app.add_flag("--resume", o.resume, "continue from the newest checkpoint in --checkpoint-dir, which must exist")
+      ->needs(checkpoint)
+      ->excludes(auto_resume);
   app.add_option("--stop-after-epoch", o.stop_after_epoch,
                  "end the run after this epoch, as if interrupted (the learning-rate schedule still spans --epochs)")
+      ->check(kPositive);
+  app.add_option("--stop-after-steps", o.stop_after_steps,
+                 "leave training after this global step as if the job were killed (no evaluation, no checkpoint "
+                 "of that step)")
       ->check(kPositive);
   app.add_option("--comm-hook", o.comm_hook,
                  "gradient communication hook (idist::comm_hooks): none (auto_model's all-reduce), allreduce, fp16, "
