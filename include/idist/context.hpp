@@ -128,7 +128,8 @@ bool has_hvd_support();
 
 /// Logs the configuration on rank 0 (distributed configuration, backend, device, hostname, world
 /// size, rank, local rank, num processes per_node, num nodes, node rank), one line each, to stderr,
-/// plus "network interface" (name, address and why) on backends that choose one (gloo, nccl).
+/// plus "network interface" (name, address and why) on backends that choose one (gloo, nccl), and
+/// "launcher" (torchrun with its run id, restart count and store, slurm, mpirun, env or none).
 /// Mirrors ignite.distributed.show_config.
 void show_config();
 
