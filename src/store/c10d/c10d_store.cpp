@@ -78,11 +78,12 @@ std::unique_ptr<c10d::Connection> C10dStore::connect_raw(Clock::time_point deadl
 
 std::unique_ptr<c10d::Connection> C10dStore::connect_ready(Clock::time_point deadline, Clock::time_point start) {
   auto conn = connect_raw(deadline, start);
-  if (version_ == c10d::Version::V2) {
-    const auto status = conn->write(c10d::encode_validate(), deadline);
-    if (status != IoStatus::Ok) fail({start, deadline, "the VALIDATE handshake"}, status, conn->error());
-  }
-  return conn;
+  const auto status = c10d::hello(*conn, version_, deadline);
+  if (status == IoStatus::Ok) return conn;
+  fail({start, deadline, fmt::format("the first request of protocol {}", c10d::version_name(version_))}, status,
+       fmt::format("{}; torch 1.x and 2.0 speak protocol 1, torch 2.1 and later protocol 2: is "
+                   "IDIST_C10D_STORE_PROTOCOL right?",
+                   conn->error()));
 }
 
 c10d::Connection& C10dStore::connection(const Call& call) {

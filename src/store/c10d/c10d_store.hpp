@@ -37,8 +37,10 @@ struct C10dStoreOptions {
 /// - check: CHECK; wait: WAIT, bounded on this side (the wire has no timeout): past the timeout the
 ///   connection is dropped, which the server treats as a cancelled wait, and TimeoutError names the keys
 ///   still missing (checked on a fresh connection).
-/// Keys are sent as c10d's client sends them ("/" + key), so torch's clients of the same server see the
-/// same keys. Every call, connecting included, ends by its deadline (timeout(), or wait's timeout); any
+/// Every connection starts with the protocol's hello (protocol.hpp: GETNUMKEYS, after VALIDATE in version
+/// 2) and its reply, so a wrong IDIST_C10D_STORE_PROTOCOL fails without sending requests the server would
+/// misread. Keys are sent as c10d's client sends them ("/" + key), so torch's clients of the same server
+/// see the same keys. Every call, connecting included, ends by its deadline (timeout(), or wait's timeout); any
 /// failure drops the connection and the next call reconnects. Thread safe (calls are serialized).
 class C10dStore final : public Store {
  public:

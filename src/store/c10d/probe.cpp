@@ -11,27 +11,22 @@ namespace idist::store::c10d {
 
 namespace {
 
-// Sends `request` on a fresh connection and waits until `bound` for GETNUMKEYS' 8-byte reply.
-// Returns the connection when the reply came; else nullptr, with the status in `status`.
-std::unique_ptr<Connection> ask(const Connector& connect, const std::vector<char>& request, Clock::time_point bound,
+// Opens a fresh connection and says hello in `version`, waiting until `bound` for the reply. Returns the
+// connection when the reply came; else nullptr, with the status in `status`.
+std::unique_ptr<Connection> ask(const Connector& connect, Version version, Clock::time_point bound,
                                 Clock::time_point deadline, IoStatus& status) {
   auto conn = connect(deadline);
-  status = conn->write(request, bound);
-  if (status != IoStatus::Ok) return nullptr;
-  std::array<unsigned char, kIntBytes> reply{};
-  status = conn->read(reply.data(), reply.size(), bound);
-  if (status != IoStatus::Ok) return nullptr;
-  return conn;
-}
-
-std::vector<char> validated_get_num_keys() {
-  auto out = encode_validate();
-  const auto q = encode_get_num_keys(Version::V2);
-  out.insert(out.end(), q.begin(), q.end());
-  return out;
+  status = hello(*conn, version, bound);
+  return status == IoStatus::Ok ? std::move(conn) : nullptr;
 }
 
 }  // namespace
+
+IoStatus hello(Connection& conn, Version version, Clock::time_point bound) {
+  if (const auto status = conn.write(encode_hello(version), bound); status != IoStatus::Ok) return status;
+  std::array<unsigned char, kIntBytes> reply{};
+  return conn.read(reply.data(), reply.size(), bound);
+}
 
 Probed probe_version(const Connector& connect, Clock::time_point deadline, const std::string& where) {
   const auto start = Clock::now();
@@ -40,20 +35,17 @@ Probed probe_version(const Connector& connect, Clock::time_point deadline, const
   while (Clock::now() < deadline) {
     const auto round_end = std::min(deadline, Clock::now() + bound);
     IoStatus status{};
-    if (auto conn = ask(connect, encode_get_num_keys(Version::V1), round_end, deadline, status))
-      return {Version::V1, std::move(conn)};
+    if (auto conn = ask(connect, Version::V1, round_end, deadline, status)) return {Version::V1, std::move(conn)};
     if (status == IoStatus::Closed) {
       // Only version 2's threaded backend closes on version 1's GETNUMKEYS: use the whole deadline.
-      if (auto conn = ask(connect, validated_get_num_keys(), deadline, deadline, status))
-        return {Version::V2, std::move(conn)};
+      if (auto conn = ask(connect, Version::V2, deadline, deadline, status)) return {Version::V2, std::move(conn)};
       throw BackendError(fmt::format(
           "{}: the server closed the connection on both c10d TCPStore protocols' first request; is it a PyTorch "
           "TCPStore?",
           where));
     }
     const auto second_end = std::min(deadline, Clock::now() + bound);
-    if (auto conn = ask(connect, validated_get_num_keys(), second_end, deadline, status))
-      return {Version::V2, std::move(conn)};
+    if (auto conn = ask(connect, Version::V2, second_end, deadline, status)) return {Version::V2, std::move(conn)};
     last = fmt::format("no reply to either protocol's request within {} ms", bound.count());
     bound *= 2;
   }

@@ -3,6 +3,7 @@
 // without leaving a version-1 server stalled for longer than one short, growing bound.
 //
 // A round, with bound b (kFirstProbeBound, doubling each round, never past the deadline):
+// Each round says hello (protocol.hpp's encode_hello) in one version and then the other:
 //  1. On a fresh connection, version 1's GETNUMKEYS (the single byte 6), then wait up to b:
 //     - an 8-byte reply: version 1 (torch 1.x / 2.0 answer it and change nothing) -> use this connection;
 //     - the connection closes: version 2's threaded backend (a first query other than VALIDATE);
@@ -38,6 +39,11 @@ struct Probed {
 
 /// Opens a fresh connection before the deadline; throws (TimeoutError / BackendError) when it cannot.
 using Connector = std::function<std::unique_ptr<Connection>(Clock::time_point deadline)>;
+
+/// Sends encode_hello(version) on `conn` and reads its 8-byte reply before `bound`: Ok proves that the
+/// server speaks `version`. Used on every connection, so that a wrong IDIST_C10D_STORE_PROTOCOL fails
+/// without harm instead of sending requests the server would misread.
+IoStatus hello(Connection& conn, Version version, Clock::time_point bound);
 
 /// Runs the rounds above until `deadline`. `where` names the store in messages.
 /// @throws TimeoutError when no round decided; what `connect` throws.

@@ -93,6 +93,14 @@ std::vector<char> encode_wait(Version version, const std::vector<std::string>& k
 
 std::vector<char> encode_get_num_keys(Version version) { return start(version, Query::GetNumKeys); }
 
+std::vector<char> encode_hello(Version version) {
+  if (version == Version::V1) return encode_get_num_keys(version);
+  auto out = encode_validate();
+  const auto q = encode_get_num_keys(version);
+  out.insert(out.end(), q.begin(), q.end());
+  return out;
+}
+
 std::uint64_t decode_u64(const unsigned char* bytes) {
   std::uint64_t v = 0;
   for (int i = 7; i >= 0; --i) v = (v << 8) | bytes[i];

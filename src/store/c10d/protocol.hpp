@@ -73,6 +73,11 @@ std::vector<char> encode_check(Version version, const std::vector<std::string>& 
 std::vector<char> encode_wait(Version version, const std::vector<std::string>& keys);
 /// GETNUMKEYS (no argument; replies an i64 and changes nothing: the version probe's request).
 std::vector<char> encode_get_num_keys(Version version);
+/// The first request idist sends on every connection: GETNUMKEYS, after VALIDATE in version 2. Its
+/// i64 reply proves the version; it changes nothing on a server of either version (a version-1 server
+/// reads version 2's 6 bytes as an unfinished SET and waits; a version-2 server never runs version 1's
+/// byte as a query).
+std::vector<char> encode_hello(Version version);
 
 /// Reads a little-endian i64 (ADD's and GETNUMKEYS' replies).
 std::int64_t decode_i64(const unsigned char* bytes);
