@@ -25,10 +25,10 @@ read -r major minor < <("$python" -c 'import torch; v = torch.__version__.split(
 if (( major < 2 || (major == 2 && minor < 1) )); then protocol=1; else protocol=2; fi
 echo "expected protocol: $protocol"
 
-# Server backends: torch's default, then each one explicitly where TCPStore takes use_libuv.
+# Server backends: each one explicitly where TCPStore takes use_libuv (torch 2.2 and later), else the one.
 backends=("default")
-if "$python" - <<'EOF' 2>/dev/null; then backends+=("--libuv 0" "--libuv 1"); fi
-import inspect, sys, torch.distributed as dist
+if "$python" - <<'EOF' 2>/dev/null; then backends=("--libuv 0" "--libuv 1"); fi
+import sys, torch.distributed as dist
 try:
     dist.TCPStore("127.0.0.1", 0, None, True, use_libuv=False, wait_for_workers=False)
 except TypeError:
