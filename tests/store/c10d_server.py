@@ -93,12 +93,13 @@ class FakeV2:
             with self.cond:
                 self.data[key] = value
                 self.cond.notify_all()
-        elif q == 3:  # GET: a missing key closes the connection, as torch's server does
+        elif q == 3:  # GET of a missing key: the threaded server closes, libuv's answers an empty value
             key = self.string(conn)
             with self.cond:
                 value = self.data[key] if key in self.data else None
-            if value is None:
+            if value is None and self.mode == "v2-threaded":
                 raise EOFError
+            value = value or b""
             conn.sendall(struct.pack("<Q", len(value)) + value)
         elif q == 4:  # ADD
             key = self.string(conn)

@@ -7,8 +7,9 @@
 //   request   := [u32 magic] u8 query | arguments
 //   string    := u64 length | length bytes          (keys and values alike)
 //   SET       := string key | string value          -> nothing
-//   GET       := string key                         -> string value (the server closes the connection
-//                                                       when the key is missing: WAIT for it first)
+//   GET       := string key                         -> string value (a missing key: version 1 and the
+//                                                       threaded version 2 close the connection, libuv's
+//                                                       answers an empty value; so WAIT for it first)
 //   ADD       := string key | i64 delta             -> i64 new value (closes on a non-integer value)
 //   CHECK     := u64 n | string key × n             -> u8 0 READY / 1 NOT_READY
 //   WAIT      := u64 n | string key × n             -> u8 0 STOP_WAITING once every key exists; no
