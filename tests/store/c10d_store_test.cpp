@@ -204,6 +204,7 @@ TEST(C10dStoreTorch, BadArguments) {
   auto store = client(server);
   EXPECT_THROW(store->set("", bytes("x")), idist::ValueError);
   EXPECT_THROW(store->get(std::string(idist::store::kMaxKeyBytes + 1, 'k')), idist::ValueError);
+  EXPECT_THROW(store->set("big", std::vector<char>(idist::store::c10d::kMaxValueBytes + 1)), idist::ValueError);
   EXPECT_THROW(C10dStore("", server.port(), 1s), idist::ValueError);
   EXPECT_THROW(C10dStore("127.0.0.1", 0, 1s), idist::ValueError);
   EXPECT_THROW(C10dStore("127.0.0.1", server.port(), 0ms), idist::ValueError);

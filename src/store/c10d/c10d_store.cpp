@@ -129,6 +129,13 @@ std::vector<char> C10dStore::receive_value(const Call& call) {
 }
 
 bool C10dStore::check_locked(const Call& call, const std::vector<std::string>& keys) {
+  if (keys.size() > c10d::kMaxKeysPerRequest) {  // in slices the servers take
+    for (std::size_t i = 0; i < keys.size(); i += c10d::kMaxKeysPerRequest) {
+      const auto end = std::min(keys.size(), i + c10d::kMaxKeysPerRequest);
+      if (!check_locked(call, std::vector<std::string>(keys.begin() + i, keys.begin() + end))) return false;
+    }
+    return true;
+  }
   send(call, c10d::encode_check(version_, keys));
   unsigned char reply = 0;
   receive(call, &reply, 1);
@@ -140,7 +147,9 @@ bool C10dStore::check_locked(const Call& call, const std::vector<std::string>& k
 
 void C10dStore::set(const std::string& key, const std::vector<char>& data) {
   validate_key(key, describe());
-  validate_value(key, data.size(), describe());
+  if (data.size() > c10d::kMaxValueBytes)
+    throw ValueError(fmt::format("{}: value of key '{}' is {} bytes, more than the {} bytes a c10d TCPStore takes",
+                                 describe(), key, data.size(), c10d::kMaxValueBytes));
   std::lock_guard lock(mutex_);
   const auto start = Clock::now();
   const Call call{start, start + timeout_, fmt::format("set('{}')", key)};
@@ -219,16 +228,23 @@ void C10dStore::wait(const std::vector<std::string>& keys, const std::chrono::mi
     throw TimeoutError(
         fmt::format("{}: {} timed out after 0 s; missing {}", describe(), call.what, quote_keys(missing_keys(keys))));
   }
-  auto& conn = connection(call);
-  auto status = conn.write(c10d::encode_wait(version_, keys), call.deadline);
-  unsigned char reply = 0;
-  if (status == IoStatus::Ok) status = conn.read(&reply, 1, call.deadline);
-  if (status == IoStatus::Ok) {
-    if (reply == c10d::kWaitStopWaiting) return;
-    conn_.reset();
-    throw BackendError(fmt::format("{}: unexpected reply {} to {}", describe(), int(reply), call.what));
+  IoStatus status = IoStatus::Ok;
+  std::string error;
+  for (std::size_t i = 0; i < keys.size() && status == IoStatus::Ok; i += c10d::kMaxKeysPerRequest) {
+    const auto end = std::min(keys.size(), i + c10d::kMaxKeysPerRequest);
+    auto& conn = connection(call);
+    status = conn.write(c10d::encode_wait(version_, std::vector<std::string>(keys.begin() + i, keys.begin() + end)),
+                        call.deadline);
+    unsigned char reply = 0;
+    if (status == IoStatus::Ok) status = conn.read(&reply, 1, call.deadline);
+    error = conn.error();
+    if (status == IoStatus::Ok && reply != c10d::kWaitStopWaiting) {
+      conn_.reset();
+      throw BackendError(fmt::format("{}: unexpected reply {} to {}", describe(), int(reply), call.what));
+    }
   }
-  if (status != IoStatus::TimedOut) fail(call, status, conn.error());
+  if (status == IoStatus::Ok) return;
+  if (status != IoStatus::TimedOut) fail(call, status, error);
   // The connection is closed: the server forgets the wait. Name what is missing, best effort.
   conn_.reset();
   std::string missing;

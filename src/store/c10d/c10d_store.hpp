@@ -29,12 +29,14 @@ struct C10dStoreOptions {
 
 /// Client of a c10d TCPStore at host:port, mapped onto idist's Store semantics:
 /// - set: SET, then a CHECK of the key on the same connection, so that the value is stored (and a dead
-///   server noticed) when set() returns;
+///   server noticed) when set() returns; values are at most c10d::kMaxValueBytes (8 MiB, what torch
+///   2.x's libuv server takes: ValueError past it);
 /// - get: WAIT for the key (bounded by timeout()), then GET (c10d's server closes the connection on a
 ///   GET of a missing key);
 /// - add: ADD (values are decimal text, as idist's counters); a server that drops the connection because
 ///   the key holds a non-integer gives ValueError;
-/// - check: CHECK; wait: WAIT, bounded on this side (the wire has no timeout): past the timeout the
+/// - check: CHECK; wait: WAIT (both in slices of c10d::kMaxKeysPerRequest keys), bounded on this side (the wire has no
+/// timeout): past the timeout the
 ///   connection is dropped, which the server treats as a cancelled wait, and TimeoutError names the keys
 ///   still missing (checked on a fresh connection).
 /// Every connection starts with the protocol's hello (protocol.hpp: GETNUMKEYS, after VALIDATE in version

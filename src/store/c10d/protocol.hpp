@@ -53,6 +53,11 @@ inline constexpr std::uint8_t kCheckNotReady = 1;
 inline constexpr std::uint8_t kWaitStopWaiting = 0;
 /// Bytes of an i64 / u64 on the wire.
 inline constexpr std::size_t kIntBytes = 8;
+/// The smallest limits among the servers (torch 2.x's libuv backend closes the connection past them):
+/// a value's bytes, and the keys of one CHECK or WAIT. Keys are shorter than that backend's 8 KiB anyway
+/// (idist's own limit, store.hpp).
+inline constexpr std::size_t kMaxValueBytes = std::size_t{8} << 20;
+inline constexpr std::size_t kMaxKeysPerRequest = std::size_t{128} * 1024;
 
 /// The query byte of `q` in `version`; nullopt where the version has no such query (VALIDATE in 1).
 std::optional<std::uint8_t> query_byte(Version version, Query q);
