@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # idist under the real torchrun (Debian's /usr/bin/torchrun, torch 1.13), one case per call:
 #   torchrun_test.sh <case> <torchrun_worker> <fashion_mnist>
-# Cases: {static,standalone,c10d}_{worker,example}, error_file, restart. Each runs torchrun with 2 workers on
+# Cases: {static,standalone,c10d}_{worker,example}, error_file, example_error_file, restart. Each runs torchrun with 2 workers on
 # free ports and checks its exit code and output. Exit 0: passed; 1: failed; 77: skipped (no torchrun, and not
 # in CI: under CI=true a missing torchrun fails).
 # Debian's torchrun under Python 3.11 needs -r 1 -t 1 (its default redirects crash) and so a --log_dir.
@@ -107,6 +107,14 @@ case $case_name in
     grep -qF 'traceback : idist::ValueError: broadcast' <<<"$root" || fail "the root cause lacks idist's message: $root"
     grep -qF '(raised on rank 1, local rank 1,' <<<"$root" || fail "the root cause does not name the rank: $root"
     if grep -qF '<N/A>' <<<"$root"; then fail "the root cause still says <N/A>: $root"; fi
+    ;;
+  example_error_file)
+    # The example records its error too: torchrun's summary shows it instead of `error_file: <N/A>`.
+    run_torchrun --master_port "$(free_port)" -- "$example" --backend gloo --data-dir /nonexistent
+    [[ $rc != 0 ]] || fail "torchrun exited with 0 although the data is missing"
+    root=$(sed -n '/Root Cause (first observed failure):/,/^=====/p' "$out")
+    grep -qE 'error_file: /.*/attempt_0/[01]/error.json' <<<"$root" || fail "the root cause has no error file: $root"
+    grep -qF '/nonexistent/train-images-idx3-ubyte.gz: no such file' <<<"$root" || fail "the root cause lacks the example's message: $root"
     ;;
   restart)
     mkdir -p "$work/ranks"
