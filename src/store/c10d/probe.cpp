@@ -40,9 +40,9 @@ Probed probe_version(const Connector& connect, Clock::time_point deadline, const
       // Only version 2's threaded backend closes on version 1's GETNUMKEYS: use the whole deadline.
       if (auto conn = ask(connect, Version::V2, deadline, deadline, status)) return {Version::V2, std::move(conn)};
       throw BackendError(fmt::format(
-          "{}: the server closed the connection on both c10d TCPStore protocols' first request; is it a PyTorch "
-          "TCPStore?",
-          where));
+          "{}: the server closed the connection on protocol 1's first request and did not answer protocol 2's "
+          "({}); is it a PyTorch TCPStore?",
+          where, status == IoStatus::TimedOut ? "no reply" : "closed too"));
     }
     const auto second_end = std::min(deadline, Clock::now() + bound);
     if (auto conn = ask(connect, Version::V2, second_end, deadline, status)) return {Version::V2, std::move(conn)};

@@ -28,8 +28,10 @@
 
 namespace idist::store::c10d {
 
-/// The first round's bound; each later round doubles it.
-inline constexpr std::chrono::milliseconds kFirstProbeBound{300};
+/// The first round's bound; each later round doubles it. The trade-off: a libuv server (torch 2.4 and
+/// later by default) costs one bound per C10dStore (IDIST_C10D_STORE_PROTOCOL=2 saves it), while a
+/// version-1 server meets step 2's stall only when it took longer than the bound to answer step 1.
+inline constexpr std::chrono::milliseconds kFirstProbeBound{500};
 
 /// A version and the open connection that proved it (version 2: already validated).
 struct Probed {
