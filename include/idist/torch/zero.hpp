@@ -38,9 +38,11 @@ std::vector<int> zero_partition(std::span<const std::int64_t> numels, int ranks)
 /// Options of ZeroRedundancyOptimizer (the keyword arguments of PyTorch's constructor that apply).
 struct ZeroRedundancyOptimizerOptions {
   /// The ranks the optimizer state is sharded over (PyTorch's process_group); the world by default.
-  /// Every member constructs the optimizer and calls step() alike; the rank of a member is its
-  /// position in the group (ascending world ranks). The gradients must already agree over these
-  /// ranks when step() runs (auto_model averages them over the world).
+  /// Make it with idist::new_group() on every rank first (some backends create a group's
+  /// communicator collectively over the world). Every member constructs the optimizer and calls
+  /// step() alike; the rank of a member is its position in the group (ascending world ranks). The
+  /// gradients must already agree over these ranks when step() runs (auto_model averages them over
+  /// the world).
   Group group{};
   /// PyTorch's parameters_as_bucket_view. true (idist's default; PyTorch's is false): every
   /// trainable parameter becomes a view into one flat buffer holding the parameters grouped by
@@ -99,7 +101,9 @@ class ZeroRedundancyOptimizer : public torch::optim::Optimizer {
   /// One step (PyTorch's step): passes the options of param_groups()[0] to the local optimizer
   /// (when it has a single group), runs its step on this rank's shard with `closure`, then
   /// publishes: every rank receives every other rank's updated parameters. Returns the local
-  /// optimizer's result (the closure's loss, or an undefined tensor without a closure).
+  /// optimizer's result (the closure's loss, or an undefined tensor without a closure). A closure
+  /// that communicates (a backward through auto_model) must run as often on every member, which
+  /// optimizers that call it a data-dependent number of times (LBFGS) do not guarantee.
   /// @throws what the local optimizer throws; TimeoutError / BackendError from the publishing
   ///         collective.
   torch::Tensor step(LossClosure closure = nullptr) override;
