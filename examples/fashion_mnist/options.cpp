@@ -90,11 +90,16 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   app.add_option("--powersgd-start", o.powersgd_start, "iterations of plain all-reduce before PowerSGD compresses")
       ->check(CLI::Range(2, 1 << 30))
       ->capture_default_str();
+  app.add_option("--optimizer", o.optimizer, "sgd (with --momentum) or adam (--lr 0.001 unless given)")
+      ->check(CLI::IsMember({"sgd", "adam"}))
+      ->capture_default_str();
+  app.add_flag("--zero", o.zero, "shard the optimizer state over the ranks (idist::ZeroRedundancyOptimizer)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  if (o.optimizer == "adam" && app.count("--lr") == 0) o.lr = 1e-3;
   o.lr_schedule = schedule == "linear" ? LrSchedule::Linear : LrSchedule::Constant;
   return std::nullopt;
 }
