@@ -76,6 +76,10 @@ struct ZeroRedundancyOptimizerOptions {
 ///
 /// Collective: the constructor, step(), consolidate_state_dict(), save() and load() are called by
 /// every member of the group, in the same order.
+///
+/// Checkpoints: register it with idist::Checkpoint as an optimizer ({"optimizer", zero}); every rank
+/// runs Checkpoint::save, which consolidates the state on the saving rank (save_on_rank, which must
+/// be a member of the group), and Checkpoint::load_latest re-shards it at any world size.
 class ZeroRedundancyOptimizer : public torch::optim::Optimizer {
  public:
   /// Builds the local optimizer over the shard it is given (a subset of the parameters, in their
@@ -114,6 +118,8 @@ class ZeroRedundancyOptimizer : public torch::optim::Optimizer {
   const torch::optim::Optimizer& local_optimizer() const noexcept;
   /// The group rank owning each parameter, in the order the parameters were given.
   const std::vector<int>& owners() const noexcept;
+  /// The group the state is sharded over (PyTorch's process_group), as given in the options.
+  const Group& group() const noexcept;
 
   /// Gathers the optimizer state of every member on group rank `to` (PyTorch's
   /// consolidate_state_dict), which keeps it for save_consolidated(); the other members drop any
@@ -128,12 +134,16 @@ class ZeroRedundancyOptimizer : public torch::optim::Optimizer {
   /// @throws ValueError when this rank holds no consolidated state.
   void save_consolidated(torch::serialize::OutputArchive& archive) const;
 
-  /// Saves the whole optimizer state: consolidate_state_dict(0), then group rank 0 writes it as
-  /// save_consolidated() does and drops it; the other members write a stub that load() refuses
-  /// (keep the archive of group rank 0). Collective over the group, unlike
-  /// torch::optim::Optimizer::save.
+  /// Saves the whole optimizer state: save(archive, 0). Collective over the group, unlike
+  /// torch::optim::Optimizer::save (torch::save of this optimizer is collective too).
   /// @throws as consolidate_state_dict().
   void save(torch::serialize::OutputArchive& archive) const override;
+  /// Saves the whole optimizer state on group rank `to`: consolidate_state_dict(to), then member
+  /// `to` writes it as save_consolidated() does and drops it; the other members write a stub that
+  /// load() refuses, naming `to` (keep the archive of member `to`). Collective over the group.
+  /// idist::Checkpoint calls it with the group rank of its saving rank (save_on_rank).
+  /// @throws as consolidate_state_dict().
+  void save(torch::serialize::OutputArchive& archive, int to) const;
   /// Loads a state written by save() or save_consolidated() (at any group size), or by a plain
   /// torch::optim optimizer of the local optimizer's kind over the same parameters in the same
   /// order: each rank takes the state of its own shard, moved to its parameters' devices. As

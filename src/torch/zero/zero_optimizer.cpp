@@ -143,6 +143,7 @@ torch::Tensor ZeroRedundancyOptimizer::step(LossClosure closure) {
 torch::optim::Optimizer& ZeroRedundancyOptimizer::local_optimizer() noexcept { return *impl_->local; }
 const torch::optim::Optimizer& ZeroRedundancyOptimizer::local_optimizer() const noexcept { return *impl_->local; }
 const std::vector<int>& ZeroRedundancyOptimizer::owners() const noexcept { return impl_->owners; }
+const Group& ZeroRedundancyOptimizer::group() const noexcept { return impl_->comm.group(); }
 
 void ZeroRedundancyOptimizer::consolidate_state_dict(int to) {
   detail::consolidate(*impl_, to, "ZeroRedundancyOptimizer::consolidate_state_dict");
@@ -158,10 +159,12 @@ void ZeroRedundancyOptimizer::save_consolidated(torch::serialize::OutputArchive&
                              detail::numels_of(impl_->params));
 }
 
-void ZeroRedundancyOptimizer::save(torch::serialize::OutputArchive& archive) const {
-  detail::consolidate(*impl_, 0, "ZeroRedundancyOptimizer::save");
-  if (impl_->comm.rank() != 0) {
-    detail::write_stub(archive, 0);
+void ZeroRedundancyOptimizer::save(torch::serialize::OutputArchive& archive) const { save(archive, 0); }
+
+void ZeroRedundancyOptimizer::save(torch::serialize::OutputArchive& archive, int to) const {
+  detail::consolidate(*impl_, to, "ZeroRedundancyOptimizer::save");
+  if (impl_->comm.rank() != to) {
+    detail::write_stub(archive, to);
     return;
   }
   save_consolidated(archive);
