@@ -534,6 +534,15 @@ TEST(ZeroCheckpoint, RefusesArchivesOfOtherModels) {
     load_bytes(in, from_rank(archive_bytes(out), 0));
     expect_value_error([&] { opt.load(in); }, "parameter 0 has 102 elements in the archive but 96 here");
   }
+  {  // the same parameters, another kind of optimizer (SGD's state into Adam)
+    auto same = fresh_net();
+    auto sgd = sgd_factory()(same->parameters());
+    torch::serialize::OutputArchive out;
+    sgd->save(out);
+    torch::serialize::InputArchive in;
+    load_bytes(in, archive_bytes(out));
+    expect_value_error([&] { opt.load(in); }, "the state of another kind of optimizer (options dampening, lr");
+  }
   {  // no optimizer state at all
     torch::serialize::OutputArchive out;
     out.write("x", c10::IValue(std::int64_t(1)));

@@ -1,10 +1,12 @@
 // Consolidating and re-sharding the optimizer state through archives (see state_archive.hpp).
 #include "torch/zero/state_archive.hpp"
 
+#include <algorithm>
 #include <cstddef>
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/types.h>
 
 #include "idist/error.hpp"
@@ -47,6 +49,16 @@ std::vector<std::string> param_keys(InputArchive& groups) {
     }
   }
   return keys;
+}
+
+// The option names of the first parameter group of an optimizer archive's "param_groups" (they
+// tell the optimizer's kind: SGD's momentum, Adam's betas ...).
+std::vector<std::string> option_names(InputArchive& groups) {
+  InputArchive group, options;
+  if (!groups.try_read("param_groups/0", group) || !group.try_read("options", options)) return {};
+  std::vector<std::string> names = options.keys();
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 }  // namespace
@@ -141,6 +153,10 @@ std::string shard_archive(InputArchive& full, const torch::optim::Optimizer& loc
   InputArchive own_groups;
   own_in.read("param_groups", own_groups);
   const std::vector<std::string> local_keys = param_keys(own_groups);
+  if (const auto saved = option_names(groups), mine = option_names(own_groups); saved != mine)
+    throw ValueError(
+        fmt::format("the archive is the state of another kind of optimizer (options {}; the local optimizer's are {})",
+                    fmt::join(saved, ", "), fmt::join(mine, ", ")));
 
   OutputArchive out;
   out.write("pytorch_version", version);
