@@ -31,8 +31,12 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   app.add_option("--batch-size", o.batch_size, "global batch size, divided among the ranks")
       ->check(kPositive)
       ->capture_default_str();
-  app.add_option("--lr", o.lr, "SGD learning rate")->check(kPositive)->capture_default_str();
-  app.add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  app.add_option("--lr", o.lr, "learning rate (--optimizer adam: 0.001 unless given)")
+      ->check(kPositive)
+      ->capture_default_str();
+  app.add_option("--momentum", o.momentum, "SGD momentum (--optimizer sgd)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   std::string schedule = o.lr_schedule == LrSchedule::Linear ? "linear" : "constant";
   app.add_option("--lr-schedule", schedule, "linear (decay to 0 over the run) or constant")
       ->check(CLI::IsMember({"linear", "constant"}))
