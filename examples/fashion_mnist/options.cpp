@@ -31,8 +31,12 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   app.add_option("--batch-size", o.batch_size, "global batch size, divided among the ranks")
       ->check(kPositive)
       ->capture_default_str();
-  app.add_option("--lr", o.lr, "SGD learning rate")->check(kPositive)->capture_default_str();
-  app.add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  app.add_option("--lr", o.lr, "learning rate (--optimizer adam: 0.001 unless given)")
+      ->check(kPositive)
+      ->capture_default_str();
+  app.add_option("--momentum", o.momentum, "SGD momentum (--optimizer sgd)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   std::string schedule = o.lr_schedule == LrSchedule::Linear ? "linear" : "constant";
   app.add_option("--lr-schedule", schedule, "linear (decay to 0 over the run) or constant")
       ->check(CLI::IsMember({"linear", "constant"}))
@@ -90,11 +94,16 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   app.add_option("--powersgd-start", o.powersgd_start, "iterations of plain all-reduce before PowerSGD compresses")
       ->check(CLI::Range(2, 1 << 30))
       ->capture_default_str();
+  app.add_option("--optimizer", o.optimizer, "sgd (with --momentum) or adam (--lr 0.001 unless given)")
+      ->check(CLI::IsMember({"sgd", "adam"}))
+      ->capture_default_str();
+  app.add_flag("--zero", o.zero, "shard the optimizer state over the ranks (idist::ZeroRedundancyOptimizer)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  if (o.optimizer == "adam" && app.count("--lr") == 0) o.lr = 1e-3;
   o.lr_schedule = schedule == "linear" ? LrSchedule::Linear : LrSchedule::Constant;
   return std::nullopt;
 }

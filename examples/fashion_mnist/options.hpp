@@ -20,7 +20,7 @@ struct Options {
   std::string backend = "serial";               ///< "serial", "mpi", "gloo" or "nccl"
   int epochs = 1;                               ///< training epochs, >= 1
   std::int64_t batch_size = 64;                 ///< global batch size (all ranks together), >= 1
-  double lr = 0.05;                             ///< SGD learning rate
+  double lr = 0.05;                             ///< learning rate (0.001 with --optimizer adam unless given)
   double momentum = 0.9;                        ///< SGD momentum
   LrSchedule lr_schedule = LrSchedule::Linear;  ///< learning-rate schedule
   std::uint32_t limit = 0;                      ///< train on the first `limit` images only; 0 = all 60 000
@@ -46,6 +46,8 @@ struct Options {
   int powersgd_start = 10;         ///< PowerSGD's start_powersgd_iter (iterations of plain all-reduce first)
   int stop_after_epoch = 0;        ///< end the run after this epoch (1-based; the schedule still spans epochs); 0 = no
   std::int64_t stop_after_steps = 0;  ///< leave training after this global step, as if killed; 0 = no
+  std::string optimizer = "sgd";      ///< "sgd" (with --momentum) or "adam"
+  bool zero = false;                  ///< shard the optimizer state over the ranks (idist::ZeroRedundancyOptimizer)
 };
 
 /// True when the options ask idist::Parallel to start the workers (--nproc-per-node or a multi-node flag).

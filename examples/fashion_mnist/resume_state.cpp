@@ -18,6 +18,7 @@ idist::CheckpointState checkpoint_state(const Options& o, const TrainingPoint& p
                      {"seed", std::int64_t(o.seed)},
                      {"lr", o.lr},
                      {"momentum", o.momentum},
+                     {"optimizer", o.optimizer},
                      {"lr_schedule", std::string(o.lr_schedule == LrSchedule::Linear ? "linear" : "constant")},
                      {"epochs", std::int64_t(o.epochs)},
                      {"batch_size", o.batch_size},
@@ -42,6 +43,9 @@ void report_differences(const idist::LoadedCheckpoint& c, const Options& o) {
   note("--seed", c.value<std::int64_t>("seed"), std::int64_t(o.seed));
   note("--lr", c.value<double>("lr"), o.lr);
   note("--momentum", c.value<double>("momentum"), o.momentum);
+  // Checkpoints written before --optimizer existed were SGD's.
+  note("--optimizer", c.values.count("optimizer") ? c.value<std::string>("optimizer") : std::string("sgd"),
+       o.optimizer);
   note("--lr-schedule", c.value<std::string>("lr_schedule"),
        std::string(o.lr_schedule == LrSchedule::Linear ? "linear" : "constant"));
   note("--epochs", c.value<std::int64_t>("epochs"), std::int64_t(o.epochs));

@@ -19,6 +19,7 @@
 #include "dataset.hpp"
 #include "metrics.hpp"
 #include "net.hpp"
+#include "optimizer.hpp"
 #include "progress.hpp"
 #include "resume_state.hpp"
 #include "threads.hpp"
@@ -62,8 +63,8 @@ double learning_rate(const Options& o, double progress) {
   return o.lr_schedule == LrSchedule::Linear ? o.lr * (1.0 - progress) : o.lr;
 }
 
-void set_lr(torch::optim::SGD& optimizer, double lr) {
-  for (auto& group : optimizer.param_groups()) static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
+void set_lr(torch::optim::Optimizer& optimizer, double lr) {
+  for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
 }
 
 // idist's device, refused with the remedy when it is a GPU this LibTorch cannot use (a CPU-only build
@@ -78,12 +79,13 @@ torch::Device training_device() {
                   device.str(), nccl ? "" : ", or hide the GPUs with CUDA_VISIBLE_DEVICES="));
 }
 
-// The example's checkpoint handler: model (parameters and buffers), optimizer (momentum buffers) and
-// the training loader's position, the newest two files kept (so that a damaged newest one has a
+// The example's checkpoint handler: model (parameters and buffers), optimizer (SGD's momentum buffers
+// or Adam's moments; with --zero, Checkpoint gathers the shards on the rank that saves) and the training
+// loader's position, the newest two files kept (so that a damaged newest one has a
 // predecessor). A fresh run wants an empty directory; a resuming one continues in it.
 template <class Loader>
 std::unique_ptr<idist::Checkpoint> open_checkpoint(const Options& o, const std::shared_ptr<Net>& model,
-                                                   const std::shared_ptr<torch::optim::SGD>& optimizer,
+                                                   const std::shared_ptr<torch::optim::Optimizer>& optimizer,
                                                    const Loader& loader) {
   if (o.checkpoint_dir.empty()) return nullptr;
   const bool resuming = o.resume || o.auto_resume;
@@ -134,11 +136,11 @@ void train(const Options& o) {
   if (o.comm_hook == "powersgd")
     idist::register_comm_hook(model, idist::comm_hooks::powersgd({.matrix_approximation_rank = o.powersgd_rank,
                                                                   .start_powersgd_iter = o.powersgd_start}));
-  auto optimizer = idist::auto_optim(
-      std::make_shared<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(o.lr).momentum(o.momentum)));
+  auto optimizer = idist::auto_optim(make_optimizer(o, model->parameters()));
 
   // Every rank loads the same checkpoint (rank 0 reads it and broadcasts it): weights and buffers by
-  // copy into the model auto_model prepared, the momentum buffers, the loader's position in its epoch.
+  // copy into the model auto_model prepared, the optimizer state (with --zero each rank keeps its
+  // shard's), the loader's position in its epoch.
   const std::unique_ptr<idist::Checkpoint> checkpoint = open_checkpoint(o, model, optimizer, loader);
   std::optional<idist::LoadedCheckpoint> loaded;
   if (checkpoint && (o.resume || o.auto_resume)) {

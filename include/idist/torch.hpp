@@ -4,7 +4,7 @@
 /// collectives, auto_model (DistributedDataParallel-style gradient averaging) with no_sync,
 /// auto_optim, join (uneven inputs), idist::nn::SyncBatchNorm and convert_sync_batchnorm,
 /// auto_dataloader (map-style and stream datasets), DistributedSampler, DistributedProxySampler and
-/// WeightedRandomSampler, Checkpoint (ignite's Checkpoint with its DiskSaver).
+/// WeightedRandomSampler, Checkpoint (ignite's Checkpoint with its DiskSaver), ZeroRedundancyOptimizer.
 /// Included by idist/idist.hpp when <torch/torch.h> is on the include path.
 
 #include <torch/torch.h>
@@ -24,3 +24,4 @@
 #include "idist/torch/nn/sync_batch_norm.hpp"
 #include "idist/torch/reducer.hpp"
 #include "idist/torch/samplers.hpp"
+#include "idist/torch/zero.hpp"

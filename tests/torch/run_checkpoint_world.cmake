@@ -1,4 +1,5 @@
-# A checkpoint saved at 2 ranks and loaded at 1 and at 3 (ctest driver, `cmake -P`):
+# A checkpoint saved at 2 ranks and loaded at 1 and at 3 (ctest driver, `cmake -P`); the binary also
+# checkpoints a ZeroRedundancyOptimizer, in DIR/zero_first and DIR/zero_last:
 #   -DSAVE=<;-list>   the test binary at 2 ranks (mpirun -np 2 ..., or the binary with IDIST_TEST_SPAWN=2)
 #   -DLOAD1=<;-list>  the binary serial
 #   -DLOAD3=<;-list>  the binary at 3 ranks

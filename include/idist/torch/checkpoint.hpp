@@ -88,13 +88,14 @@ struct LoadedCheckpoint {
 };
 
 /// An object that saves itself into a checkpoint: the extension point for state that is not a
-/// module, an optimizer or a loader (a ZeroRedundancyOptimizer, an LR scheduler, a stream dataset's
-/// position).
+/// module, an optimizer or a loader (an LR scheduler, a stream dataset's position). A
+/// ZeroRedundancyOptimizer is an optimizer item, not one of these.
 ///
-/// save() runs on every rank, in the items' order, during Checkpoint::save (it may call collectives:
-/// a sharded optimizer gathers its state to the saving rank there); only the saving rank's archive
-/// is written, serialized before Checkpoint::save returns. load() runs on every rank with that
-/// archive. Tensors read in load() are on the checkpoint's map_location.
+/// save() runs on every rank, in the items' order, during Checkpoint::save (it may call collectives);
+/// only the saving rank's archive is written, serialized before Checkpoint::save returns, so an
+/// object whose state is spread over the ranks gathers it on save_on_rank (which save() is not told:
+/// the object is built knowing it). load() runs on every rank with that archive. Tensors read in
+/// load() are on the checkpoint's map_location.
 class Checkpointable {
  public:
   virtual ~Checkpointable() = default;
@@ -137,8 +138,12 @@ class CheckpointItem {
       : CheckpointItem(std::move(name), module.ptr()) {}
   /// An optimizer: its Optimizer::save / load state (SGD momentum buffers, Adam moments and steps,
   /// the options of each parameter group). LibTorch's own optimizers are copied in memory and
-  /// serialized off the training thread; any other optimizer's save() runs on every rank (so that a
-  /// sharded optimizer can consolidate) and is serialized before Checkpoint::save returns.
+  /// serialized off the training thread; any other optimizer's save() runs on every rank and is
+  /// serialized before Checkpoint::save returns. A ZeroRedundancyOptimizer gathers its shards on
+  /// the saving rank there (save(archive, group rank of save_on_rank); save_on_rank must be a
+  /// member of its group, else save raises on every rank), so the file holds the whole state in a
+  /// plain optimizer's layout: it loads into ZeRO at any world size (each rank takes its shard) or
+  /// into a plain optimizer of the local optimizer's kind.
   template <std::derived_from<torch::optim::Optimizer> O>
   CheckpointItem(std::string name, std::shared_ptr<O> optimizer)  // NOLINT(google-explicit-constructor)
       : CheckpointItem(std::move(name), Target(std::shared_ptr<torch::optim::Optimizer>(std::move(optimizer)))) {}

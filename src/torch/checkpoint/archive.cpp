@@ -13,6 +13,8 @@
 #include <fmt/ranges.h>
 #include <torch/utils.h>
 
+#include "torch/checkpoint/sharded_optimizer.hpp"
+
 namespace idist::checkpoint {
 namespace {
 
@@ -156,9 +158,9 @@ bool saves_on_every_rank(const CheckpointItem& item) {
   return false;
 }
 
-void save_on_this_rank(const CheckpointItem& item, torch::serialize::OutputArchive& archive) {
+void save_on_this_rank(const CheckpointItem& item, torch::serialize::OutputArchive& archive, int saving_rank) {
   if (const auto* c = std::get_if<detail::CustomItem>(&item.target())) return c->save(archive);
-  std::get<std::shared_ptr<torch::optim::Optimizer>>(item.target())->save(archive);
+  save_optimizer_for(*std::get<std::shared_ptr<torch::optim::Optimizer>>(item.target()), archive, saving_rank);
 }
 
 void build_archive(torch::serialize::OutputArchive& out, const std::vector<CheckpointItem>& items,

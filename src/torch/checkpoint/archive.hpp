@@ -24,8 +24,9 @@ namespace idist::checkpoint {
 /// LibTorch's own) rather than as a copy on the saving rank.
 bool saves_on_every_rank(const CheckpointItem& item);
 
-/// Runs such an item's save() into `archive`.
-void save_on_this_rank(const CheckpointItem& item, torch::serialize::OutputArchive& archive);
+/// Runs such an item's save() into `archive`, for a checkpoint written by world rank `saving_rank`
+/// (a ZeroRedundancyOptimizer consolidates its state there: sharded_optimizer.hpp).
+void save_on_this_rank(const CheckpointItem& item, torch::serialize::OutputArchive& archive, int saving_rank);
 
 /// Fills the saving rank's archive: copies of the modules', optimizers' and loaders' state (from
 /// `pool`), `serialized[i]` for the items that saved on every rank, the state, the world size and

@@ -186,7 +186,7 @@ void Checkpoint::save(const CheckpointState& state) {
     if (!checkpoint::saves_on_every_rank(m.items[i])) continue;
     try {
       torch::serialize::OutputArchive archive;
-      checkpoint::save_on_this_rank(m.items[i], archive);
+      checkpoint::save_on_this_rank(m.items[i], archive, m.options.save_on_rank);
       if (root) serialized[i] = checkpoint::serialize_to_tensor(archive);
     } catch (const std::exception& e) {
       if (error.empty()) error = fmt::format("item '{}' failed to save: {}", m.items[i].name(), e.what());
