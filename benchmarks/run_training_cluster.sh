@@ -4,8 +4,10 @@
 #   mpi:  mpirun on host 1 with --host <h1>,<h2> and the cluster's launcher agent (Open MPI's TCP BTL);
 #   gloo: one process per host with torchrun-style variables, MASTER_ADDR = host 1's name.
 # Configurations: the per-parameter status quo, no_sync (no communication: the floor) and auto_model
-# over a bucket sweep. Results: <out>/cluster_<rate>/training_<backend>_<model>.{csv,md} and
-# <out>/cluster_summary.txt (auto_model / no_sync and auto_model / status quo per bucket size).
+# over a bucket sweep (SGD), then ZeroRedundancyOptimizer against auto_model + Adam (ZERO_CONFIGS;
+# empty: none). Results: <out>/cluster_<rate>/training_<backend>_<model>.{csv,md} and
+# <out>/cluster_summary.txt (each configuration / no_sync and / status quo; zero / auto_model_adam
+# with the same bucket cap).
 # As root; tears the cluster down on exit.
 #
 #   RATES="1gbit 10gbit" MODELS=mlp32x512 BUILD_DIR=build benchmarks/run_training_cluster.sh [args...]
@@ -19,6 +21,8 @@ rates=${RATES:-1gbit 10gbit}
 models=${MODELS:-mlp32x512}
 backends=${BACKENDS:-$("$bin" --list-backends)}
 configs=${CONFIGS:-status_quo_idist,no_sync,auto_model:1,auto_model:5,auto_model:25}
+zero_configs=${ZERO_CONFIGS-auto_model_adam:5,zero:5}
+[ -n "$zero_configs" ] && configs="$configs,$zero_configs"
 # mpi runs once per entry: auto = idist's default across hosts (the progress thread on), 0 = without it
 # (buckets all-reduced inside the gradient hooks; files labelled mpi-nothread), 1 = forced on.
 mpi_progress=${MPI_PROGRESS:-auto 0}
@@ -66,18 +70,22 @@ done
 
 # Per rate, backend and model: each configuration's p50 against no_sync and against the status quo.
 {
-  echo "# ratios of p50 step times (ms); exposed = config - no_sync"
-  printf "%-7s %-5s %-10s %-18s %9s %9s %10s %10s\n" rate backend model config p50_ms exposed_ms x_no_sync x_status_quo
+  echo "# ratios of p50 step times (ms); exposed = config - no_sync; x_auto_adam = zero:N / auto_model_adam:N"
+  printf "%-7s %-5s %-10s %-18s %9s %9s %10s %10s %11s\n" rate backend model config p50_ms exposed_ms x_no_sync \
+    x_status_quo x_auto_adam
   for rate in $rates; do
     for f in "$out/cluster_$rate"/training_*_*.csv; do
       [ -e "$f" ] || continue
       b=$(basename "$f" .csv); b=${b#training_}; b=${b%%_*}
       awk -F, -v rate="$rate" -v b="$b" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
         { n++; cfg[n] = $(c["config"]); p[n] = $(c["p50_ms"]); m = $(c["model"]) }
-        END { for (i = 1; i <= n; i++) { if (cfg[i] == "no_sync") ns = p[i]; if (cfg[i] == "status_quo_idist") sq = p[i] }
-              for (i = 1; i <= n; i++)
-                printf "%-7s %-5s %-10s %-18s %9.1f %9.1f %10.3f %10.3f\n", rate, b, m, cfg[i], p[i], p[i] - ns,
-                       p[i] / ns, p[i] / sq }' "$f"
+        END { for (i = 1; i <= n; i++) { if (cfg[i] == "no_sync") ns = p[i]; if (cfg[i] == "status_quo_idist") sq = p[i]
+                                         if (cfg[i] ~ /^auto_model_adam:/) { cap = cfg[i]; sub(/^[^:]*:/, "", cap); adam[cap] = p[i] } }
+              for (i = 1; i <= n; i++) {
+                cap = cfg[i]; sub(/^[^:]*:/, "", cap)
+                za = (cfg[i] ~ /^zero(_staged)?:/ && adam[cap] > 0) ? sprintf("%.3f", p[i] / adam[cap]) : "-"
+                printf "%-7s %-5s %-10s %-18s %9.1f %9.1f %10.3f %10s %11s\n", rate, b, m, cfg[i], p[i], p[i] - ns,
+                       (ns > 0 ? p[i] / ns : 0), (sq > 0 ? sprintf("%.3f", p[i] / sq) : "-"), za } }' "$f"
     done
   done
 } | tee "$out/cluster_summary.txt"

@@ -8,6 +8,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libgloo-dev
   libtorch-dev libopenblas0-openmp
+  python3-torch
   libfmt-dev libcli11-dev libasio-dev
   libgtest-dev libbenchmark-dev
   zlib1g-dev

@@ -1,5 +1,6 @@
 // idist training benchmark: step time of data-parallel LibTorch training with auto_model against
-// the per-parameter all-reduce status quo, a bucket-size sweep and no_sync. See
+// the per-parameter all-reduce status quo, a bucket-size sweep and no_sync; and
+// ZeroRedundancyOptimizer against auto_model + Adam (step time, optimizer state). See
 // docs/performance.md.
 #include <algorithm>
 #include <cmath>
@@ -53,6 +54,9 @@ std::vector<Column> columns() {
           {"steps", 5, false},
           {"grad_MiB", 9, false},
           {"bucket_buffers_MiB", 9, false},
+          {"optim_state_MiB", 15},
+          {"zero_buffers_MiB", 9, false},
+          {"x_auto_adam", 11},
           {"last_loss", 10, false}};
 }
 
@@ -103,22 +107,40 @@ std::string mib_max(const std::vector<std::size_t>& bytes) {
   return fixed(double(*std::max_element(bytes.begin(), bytes.end())) / kMiB, 1);
 }
 
+/// Per configuration, the largest over ranks of its optimizer state and ZeRO buffer bytes (collective).
+struct OptimizerMemory {
+  std::vector<std::size_t> state, zero_buffers;
+};
+
+OptimizerMemory optimizer_memory(const std::vector<std::unique_ptr<Trainer>>& trainers) {
+  OptimizerMemory m;
+  for (const auto& t : trainers) {
+    m.state.push_back(std::size_t(idist::all_reduce(std::int64_t(t->optimizer_state_bytes()), idist::ReduceOp::Max)));
+    m.zero_buffers.push_back(
+        std::size_t(idist::all_reduce(std::int64_t(t->zero_buffer_bytes()), idist::ReduceOp::Max)));
+  }
+  return m;
+}
+
 void append_memory_rows(const std::string& path, const std::string& backend, const std::string& model,
                         std::int64_t batch, const std::vector<std::unique_ptr<Trainer>>& trainers,
-                        const RankMemory& mem, bool steps_only) {
+                        const RankMemory& mem, const OptimizerMemory& optim, bool steps_only) {
   const bool fresh = !std::filesystem::exists(path);
   std::ofstream f(path, std::ios::app);
   if (!f) throw std::runtime_error("cannot write " + path);
   if (fresh)
     f << "backend,model,config,ranks,batch,peak_rss_MiB_max,peak_rss_MiB_per_rank,peak_private_MiB_max,"
          "peak_private_MiB_per_rank,grad_MiB,bucket_buffers_MiB,"
-         "configs_in_process,peak_of\n";
-  for (const auto& t : trainers)
+         "configs_in_process,peak_of,optim_state_MiB_max,zero_buffers_MiB_max\n";
+  for (std::size_t k = 0; k < trainers.size(); ++k) {
+    const auto& t = trainers[k];
     f << backend << "," << model << "," << t->config().name() << "," << mem.peak.size() << "," << batch << ","
       << mib_max(mem.peak) << "," << mib_list(mem.peak, ";") << "," << mib_max(mem.peak_private) << ","
       << mib_list(mem.peak_private, ";") << "," << fixed(double(t->gradient_bytes()) / kMiB, 2) << ","
       << fixed(double(t->bucket_bytes()) / kMiB, 2) << "," << trainers.size() << ","
-      << (steps_only ? "steps" : "process") << "\n";
+      << (steps_only ? "steps" : "process") << "," << fixed(double(optim.state[k]) / kMiB, 2) << ","
+      << fixed(double(optim.zero_buffers[k]) / kMiB, 2) << "\n";
+  }
 }
 
 void run_model(const TrainingOptions& o, const std::string& model, const std::vector<Config>& configs, RawBackend* raw,
@@ -159,29 +181,36 @@ void run_model(const TrainingOptions& o, const std::string& model, const std::ve
     if (s == Strategy::NoSync) nosync = sums.back().p50;
   }
   const RankMemory mem = memory_per_rank();  // peaks since reset_peak_rss() when step_peak
+  const OptimizerMemory optim = optimizer_memory(trainers);
   // Every synchronised configuration starts from the same weights, sees the same data and averages
   // the same gradients, so after the same number of steps their losses agree up to rounding: a
   // check that each of them really synchronises. no_sync (local steps only) shows how far apart an
   // unsynchronised run ends up.
-  double ref_loss = 0, worst = 0, nosync_gap = -1;
+  // SGD and Adam configurations are compared among themselves (ZeRO against auto_model + Adam); the
+  // printed reference is SGD's when there is one.
+  double ref_by[2] = {0, 0};  // [sgd, adam]
+  bool have_by[2] = {false, false};
+  double worst = 0, nosync_gap = -1;
   std::string worst_name;
-  bool have_ref = false;
   for (auto& t : trainers) {
     const Strategy s = t->config().strategy;
     if (s == Strategy::Local || s == Strategy::NoSync || !t->config().exact()) continue;  // compression: other loss
-    if (!have_ref) {
-      ref_loss = t->last_loss();
-      have_ref = true;
+    const int family = t->config().adam() ? 1 : 0;
+    if (!have_by[family]) {
+      ref_by[family] = t->last_loss();
+      have_by[family] = true;
       continue;
     }
-    const double rel = std::abs(t->last_loss() - ref_loss) / std::max(1e-12, std::abs(ref_loss));
+    const double rel = std::abs(t->last_loss() - ref_by[family]) / std::max(1e-12, std::abs(ref_by[family]));
     if (rel >= worst) {
       worst = rel;
       worst_name = t->config().name();
     }
   }
+  const bool have_ref = have_by[0] || have_by[1];
+  const double ref_loss = have_by[0] ? ref_by[0] : ref_by[1];
   for (auto& t : trainers)
-    if (have_ref && t->config().strategy == Strategy::NoSync)
+    if (have_by[0] && t->config().strategy == Strategy::NoSync)
       nosync_gap = std::abs(t->last_loss() - ref_loss) / std::max(1e-12, std::abs(ref_loss));
   if (worst > kLossTolerance)
     throw std::runtime_error(
@@ -194,10 +223,18 @@ void run_model(const TrainingOptions& o, const std::string& model, const std::ve
   fmt::print("\n## {} (batch {} per rank, {} ranks)\n", model, batch, idist::get_world_size());
   table.print_header();
   const int n = idist::get_world_size();
+  // ZeRO's step time against auto_model + Adam with the same bucket cap.
+  const auto adam_p50 = [&](double bucket_mb) {
+    for (std::size_t k = 0; k < nc; ++k)
+      if (trainers[k]->config().strategy == Strategy::AutoModelAdam && trainers[k]->config().bucket_mb == bucket_mb)
+        return sums[k].p50;
+    return 0.0;
+  };
   for (std::size_t k = 0; k < nc; ++k) {
     const Trainer& t = *trainers[k];
     const Summary& s = sums[k];
-    const bool am = t.config().strategy == Strategy::AutoModel || t.config().strategy == Strategy::AutoModelCopy;
+    const bool am = t.config().auto_model() && t.config().strategy != Strategy::NoSync;
+    const bool zero = t.config().strategy == Strategy::Zero || t.config().strategy == Strategy::ZeroStaged;
     const auto ratio = [&](double ref) { return ref > 0 ? fixed(ref / s.p50, 3) : std::string("-"); };
     table.add_row({model,
                    t.config().name(),
@@ -221,6 +258,9 @@ void run_model(const TrainingOptions& o, const std::string& model, const std::ve
                    std::to_string(s.n),
                    fixed(double(t.gradient_bytes()) / kMiB, 2),
                    fixed(double(t.bucket_bytes()) / kMiB, 2),
+                   fixed(double(optim.state[k]) / kMiB, 2),
+                   fixed(double(optim.zero_buffers[k]) / kMiB, 2),
+                   zero && adam_p50(t.config().bucket_mb) > 0 ? fixed(s.p50 / adam_p50(t.config().bucket_mb), 3) : "-",
                    fmt::format("{:.6g}", t.last_loss())});
   }
   if (have_ref)
@@ -233,7 +273,7 @@ void run_model(const TrainingOptions& o, const std::string& model, const std::ve
   const std::string stem = o.out_dir + "/training_" + backend + "_" + model;
   table.write_csv(stem + ".csv");
   table.write_markdown(stem + ".md");
-  if (!o.memory_csv.empty()) append_memory_rows(o.memory_csv, backend, model, batch, trainers, mem, step_peak);
+  if (!o.memory_csv.empty()) append_memory_rows(o.memory_csv, backend, model, batch, trainers, mem, optim, step_peak);
 }
 
 void run(const TrainingOptions& o) {
@@ -268,7 +308,8 @@ void run(const TrainingOptions& o) {
         backend, idist::get_world_size(), idist::get_nnodes(), o.threads, idist::hostname(), load_average(),
         idist::current_model().has_async_progress() ? "yes" : "no");
     fmt::print(
-        "# step = zero_grad + forward + cross-entropy + backward (+ synchronisation) + SGD step; times are\n"
+        "# step = zero_grad + forward + cross-entropy + backward (+ synchronisation) + optimizer step (SGD; Adam\n"
+        "# for auto_model_adam and zero, whose x_auto_adam is its p50 over auto_model_adam's); times are\n"
         "# per-step maxima over ranks; {} rounds x {} timed steps per configuration, configurations interleaved\n",
         o.rounds, o.steps);
   }

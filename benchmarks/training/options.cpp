@@ -29,8 +29,9 @@ bool parse_training_options(int argc, char** argv, TrainingOptions& o, int& exit
   app.add_option("--port", o.port, "Rendezvous port when spawning")->check(CLI::Range(1, 65535));
   app.add_option("--models", o.models, "Models to train")->delimiter(',')->check(CLI::IsMember(model_names()));
   app.add_option("--configs", o.configs,
-                 "Configurations (default: all): local, status_quo_idist, status_quo_raw, no_sync, auto_model[:MiB], "
-                 "auto_model_copy[:MiB]")
+                 "Configurations (default: all but the Adam ones): local, status_quo_idist, status_quo_raw, no_sync, "
+                 "auto_model[:MiB], auto_model_copy[:MiB]; with Adam: auto_model_adam[:MiB], zero[:MiB] "
+                 "(ZeroRedundancyOptimizer), zero_staged[:MiB] (its parameters_as_bucket_view = false)")
       ->delimiter(',')
       ->check([](const std::string& s) {
         try {

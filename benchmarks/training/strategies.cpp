@@ -1,5 +1,7 @@
 #include "training/strategies.hpp"
 
+#include <algorithm>
+#include <iterator>
 #include <stdexcept>
 
 #include <fmt/core.h>
@@ -12,6 +14,23 @@ namespace {
 // Large enough that a rank training on its own data alone drifts visibly from synchronised ranks
 // within a few steps (the loss check in main.cpp), small enough to stay stable.
 constexpr double kLearningRate = 0.05;
+// Adam's usual rate: the ZeRO comparison trains stably for the benchmark's few hundred steps.
+constexpr double kAdamLearningRate = 1e-3;
+
+std::unique_ptr<torch::optim::Optimizer> adam(std::vector<torch::Tensor> params) {
+  return std::make_unique<torch::optim::Adam>(std::move(params), torch::optim::AdamOptions(kAdamLearningRate));
+}
+
+// The auto_model family: its name, and its strategy by name.
+struct AutoModelName {
+  Strategy strategy;
+  const char* name;
+};
+constexpr AutoModelName kAutoModelNames[] = {{Strategy::AutoModel, "auto_model"},
+                                             {Strategy::AutoModelCopy, "auto_model_copy"},
+                                             {Strategy::AutoModelAdam, "auto_model_adam"},
+                                             {Strategy::Zero, "zero"},
+                                             {Strategy::ZeroStaged, "zero_staged"}};
 }  // namespace
 
 std::string Config::name() const {
@@ -23,6 +42,9 @@ std::string Config::name() const {
     case Strategy::StatusQuoIdist: return "status_quo_idist";
     case Strategy::StatusQuoRaw: return "status_quo_raw";
     case Strategy::NoSync: return "no_sync";
+    case Strategy::AutoModelAdam: return fmt::format("auto_model_adam:{:g}{}", bucket_mb, suffix);
+    case Strategy::Zero: return fmt::format("zero:{:g}{}", bucket_mb, suffix);
+    case Strategy::ZeroStaged: return fmt::format("zero_staged:{:g}{}", bucket_mb, suffix);
   }
   return "?";
 }
@@ -41,22 +63,24 @@ Config parse_config(const std::string& full) {
                                   "': a hook is auto_model[...]+allreduce, +fp16, +bf16 or "
                                   "+powersgd<rank>");
   }
+  const std::string family = text.substr(0, text.find(':'));
+  const auto* am = std::find_if(std::begin(kAutoModelNames), std::end(kAutoModelNames),
+                                [&](const AutoModelName& n) { return family == n.name; });
   if (text == "local") {
     c.strategy = Strategy::Local;
-  } else if (text == "auto_model" || text == "auto_model_copy") {
-    c.strategy = text == "auto_model" ? Strategy::AutoModel : Strategy::AutoModelCopy;
-  } else if (text.rfind("auto_model:", 0) == 0 || text.rfind("auto_model_copy:", 0) == 0) {
-    c.strategy = text[10] == ':' ? Strategy::AutoModel : Strategy::AutoModelCopy;
-    std::size_t used = 0;
-    const std::string num = text.substr(text.find(':') + 1);
-    try {
-      c.bucket_mb = std::stod(num, &used);
-    } catch (const std::exception&) {
-      used = 0;
+  } else if (am != std::end(kAutoModelNames)) {
+    c.strategy = am->strategy;
+    if (family.size() < text.size()) {
+      std::size_t used = 0;
+      const std::string num = text.substr(family.size() + 1);
+      try {
+        c.bucket_mb = std::stod(num, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != num.size() || used == 0 || !(c.bucket_mb > 0))
+        throw std::invalid_argument("config '" + text + "': expected " + family + ":<positive bucket cap in MiB>");
     }
-    if (used != num.size() || used == 0 || !(c.bucket_mb > 0))
-      throw std::invalid_argument("config '" + text + "': expected " + text.substr(0, text.find(':')) +
-                                  ":<positive bucket cap in MiB>");
   } else if (text == "status_quo_idist") {
     c.strategy = Strategy::StatusQuoIdist;
   } else if (text == "status_quo_raw") {
@@ -65,8 +89,8 @@ Config parse_config(const std::string& full) {
     c.strategy = Strategy::NoSync;
   } else {
     throw std::invalid_argument("unknown config '" + text +
-                                "'; expected local, auto_model[:MiB], auto_model_copy[:MiB], status_quo_idist, "
-                                "status_quo_raw or no_sync");
+                                "'; expected local, auto_model[:MiB], auto_model_copy[:MiB], auto_model_adam[:MiB], "
+                                "zero[:MiB], zero_staged[:MiB], status_quo_idist, status_quo_raw or no_sync");
   }
   return c;
 }
@@ -85,8 +109,7 @@ Trainer::Trainer(const std::string& model, Config config, std::int64_t batch, st
     throw std::invalid_argument("status_quo_raw needs a raw backend (mpi or gloo)");
   w_ = make_workload(model, batch, seed, seed + 1000 + std::uint64_t(idist::get_rank()));
   grad_bytes_ = idist_bench::gradient_bytes(*w_.model);
-  if (config_.strategy == Strategy::AutoModel || config_.strategy == Strategy::AutoModelCopy ||
-      config_.strategy == Strategy::NoSync) {
+  if (config_.auto_model()) {
     w_.model = idist::auto_model(
         w_.model, idist::AutoModelOptions{.bucket_cap_mb = config_.bucket_mb,
                                           .gradient_as_bucket_view = config_.strategy != Strategy::AutoModelCopy});
@@ -106,7 +129,40 @@ Trainer::Trainer(const std::string& model, Config config, std::int64_t batch, st
     for (auto& p : w_.model->parameters()) idist::broadcast(p.detach(), 0);
   }
   params_ = w_.model->parameters();
-  opt_ = std::make_unique<torch::optim::SGD>(params_, torch::optim::SGDOptions(kLearningRate));
+  if (config_.strategy == Strategy::Zero || config_.strategy == Strategy::ZeroStaged) {
+    const bool views = config_.strategy == Strategy::Zero;
+    opt_ = std::make_unique<idist::ZeroRedundancyOptimizer>(
+        params_, adam, idist::ZeroRedundancyOptimizerOptions{.parameters_as_bucket_view = views});
+    // The send buffer holds this rank's shard; the staged form also has a buffer of every parameter.
+    std::size_t shard = 0;
+    const auto& local = static_cast<idist::ZeroRedundancyOptimizer&>(*opt_).local_optimizer();
+    for (const auto& g : local.param_groups())
+      for (const auto& p : g.params()) shard += std::size_t(p.numel()) * p.element_size();
+    zero_buffer_bytes_ = world_ > 1 ? shard + (views ? 0 : grad_bytes_) : 0;
+  } else if (config_.adam()) {
+    opt_ = adam(params_);
+  } else {
+    opt_ = std::make_unique<torch::optim::SGD>(params_, torch::optim::SGDOptions(kLearningRate));
+  }
+}
+
+std::size_t Trainer::optimizer_state_bytes() const {
+  const torch::optim::Optimizer* opt = opt_.get();
+  if (const auto* z = dynamic_cast<const idist::ZeroRedundancyOptimizer*>(opt)) opt = &z->local_optimizer();
+  std::size_t bytes = 0;
+  const auto add = [&](const torch::Tensor& t) {
+    if (t.defined()) bytes += std::size_t(t.numel()) * t.element_size();
+  };
+  for (const auto& [key, state] : opt->state()) {
+    if (const auto* a = dynamic_cast<const torch::optim::AdamParamState*>(state.get())) {
+      add(a->exp_avg());
+      add(a->exp_avg_sq());
+      add(a->max_exp_avg_sq());
+    } else if (const auto* m = dynamic_cast<const torch::optim::SGDParamState*>(state.get())) {
+      add(m->momentum_buffer());
+    }
+  }
+  return bytes;
 }
 
 void Trainer::sync_status_quo() {

@@ -19,6 +19,9 @@ enum class Strategy {
   StatusQuoIdist,  ///< after backward: one blocking idist::all_reduce per parameter, then divide
   StatusQuoRaw,    ///< the same with the raw backend call (MPI_Allreduce / gloo::allreduce)
   NoSync,          ///< auto_model inside idist::no_sync: local accumulation only (no communication)
+  AutoModelAdam,   ///< auto_model with torch::optim::Adam (ZeroRedundancyOptimizer's baseline)
+  Zero,            ///< auto_model with idist::ZeroRedundancyOptimizer over Adam (parameters as bucket views)
+  ZeroStaged,      ///< the same with parameters_as_bucket_view = false (the shards are copied through a buffer)
 };
 
 /// One configuration: a strategy and, for auto_model, its bucket cap.
@@ -27,14 +30,22 @@ struct Config {
   double bucket_mb = 25.0;  ///< AutoModelOptions::bucket_cap_mb (MiB, as DDP's bucket_cap_mb)
   /// auto_model only: the communication hook ("" none, "allreduce", "fp16", "bf16", "powersgd<rank>").
   std::string hook;
-  /// "local", "auto_model:25", "auto_model_copy:25", "status_quo_idist", "status_quo_raw", "no_sync";
-  /// a hook adds "+<hook>" ("auto_model:25+fp16").
+  /// "local", "auto_model:25", "auto_model_copy:25", "status_quo_idist", "status_quo_raw", "no_sync",
+  /// "auto_model_adam:25", "zero:25", "zero_staged:25"; a hook adds "+<hook>" ("auto_model:25+fp16").
   std::string name() const;
   /// Whether the gradients are averaged exactly (no lossy compression hook).
   bool exact() const { return hook.empty() || hook == "allreduce"; }
+  /// Whether the step is Adam's (else SGD's): the ZeRO comparison.
+  bool adam() const {
+    return strategy == Strategy::AutoModelAdam || strategy == Strategy::Zero || strategy == Strategy::ZeroStaged;
+  }
+  /// Whether the model goes through auto_model (and `bucket_mb` applies).
+  bool auto_model() const {
+    return strategy != Strategy::Local && strategy != Strategy::StatusQuoIdist && strategy != Strategy::StatusQuoRaw;
+  }
 };
 
-/// Parses Config::name() text ("auto_model" or "auto_model_copy" alone means the default 25 MiB cap;
+/// Parses Config::name() text (a name of the auto_model family alone means the default 25 MiB cap;
 /// "+allreduce", "+fp16", "+bf16" or "+powersgd<rank>" registers that communication hook).
 /// @throws std::invalid_argument for anything else.
 Config parse_config(const std::string& text);
@@ -43,14 +54,15 @@ Config parse_config(const std::string& text);
 /// and auto_model with each cap of `buckets_mb`.
 std::vector<Config> default_configs(bool distributed, const std::vector<double>& buckets_mb);
 
-/// One model instance prepared for one configuration, with its SGD optimizer and batch.
+/// One model instance prepared for one configuration, with its optimizer (SGD, or Adam for the ZeRO
+/// comparison) and batch.
 class Trainer {
  public:
   /// Builds the workload and prepares it (auto_model when the strategy needs it; collective then).
   /// `raw` is needed by StatusQuoRaw.
   /// @throws std::invalid_argument when StatusQuoRaw has no raw backend.
   Trainer(const std::string& model, Config config, std::int64_t batch, std::uint64_t seed, RawBackend* raw);
-  /// One training step: zero_grad, forward, cross-entropy, backward, synchronisation, SGD step.
+  /// One training step: zero_grad, forward, cross-entropy, backward, synchronisation, optimizer step.
   void step();
   const Config& config() const noexcept { return config_; }
   /// Bytes of the gradients, and of auto_model's bucket buffers (0 without auto_model).
@@ -58,6 +70,12 @@ class Trainer {
   std::size_t bucket_bytes() const noexcept { return bucket_bytes_; }
   /// Number of gradient buckets (0 without auto_model).
   std::size_t buckets() const noexcept { return buckets_; }
+  /// Bytes of this rank's optimizer state tensors (SGD without momentum: 0; Adam: its moments;
+  /// ZeRO: those of the local optimizer's shard only).
+  std::size_t optimizer_state_bytes() const;
+  /// Bytes ZeroRedundancyOptimizer keeps for publishing the shards beyond the parameters (its send
+  /// buffer, plus the staging buffer of zero_staged); 0 for the other configurations.
+  std::size_t zero_buffer_bytes() const noexcept { return zero_buffer_bytes_; }
   /// The loss of the last step (to check that every configuration trains the same way).
   double last_loss() const noexcept { return last_loss_; }
 
@@ -69,13 +87,14 @@ class Trainer {
 
   Config config_;
   Workload w_;
-  std::unique_ptr<torch::optim::SGD> opt_;
+  std::unique_ptr<torch::optim::Optimizer> opt_;
   std::vector<torch::Tensor> params_;
   RawBackend* raw_;
   int world_;
   std::size_t grad_bytes_ = 0;
   std::size_t bucket_bytes_ = 0;
   std::size_t buckets_ = 0;
+  std::size_t zero_buffer_bytes_ = 0;
   double last_loss_ = 0;
 };
 

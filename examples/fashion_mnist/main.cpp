@@ -82,6 +82,7 @@ int main(int argc, char** argv) {
     return fashion_mnist::run(options);
   } catch (const std::exception& e) {
     fmt::print(stderr, "fashion_mnist: error: {}\n", e.what());
+    idist::elastic::record_error(e);  // under torchrun: the root cause in its failure summary
     return 1;
   }
 }

@@ -1,8 +1,11 @@
 #include "metrics.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <span>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 #include <idist/idist.hpp>
@@ -26,12 +29,23 @@ std::pair<Totals, bool> reduce_step(const Totals& local, bool print_now) {
 
 std::string weights_digest(const torch::nn::Module& model) {
   std::uint64_t h = 14695981039346656037ull;
-  for (const auto& p : model.parameters()) {
+  const auto add = [&h](const torch::Tensor& p) {
     const torch::Tensor t = p.detach().to(torch::kCPU).contiguous();
     const auto* bytes = static_cast<const unsigned char*>(t.data_ptr());
     for (std::size_t i = 0; i < t.nbytes(); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
-  }
+  };
+  for (const auto& p : model.parameters()) add(p);
+  for (const auto& b : model.buffers()) add(b);
   return fmt::format("{:016x}", h);
+}
+
+std::string agreed_weights_digest(const torch::nn::Module& model) {
+  const std::string mine = weights_digest(model);
+  const std::vector<std::string> all = idist::all_gather(std::string_view(mine));
+  if (std::all_of(all.begin(), all.end(), [&](const std::string& d) { return d == all.front(); })) return mine;
+  std::string list;
+  for (std::size_t r = 0; r < all.size(); ++r) list += fmt::format("{}rank {}: {}", r ? ", " : "", r, all[r]);
+  throw idist::Error(fmt::format("the ranks' weights differ after training ({})", list));
 }
 
 }  // namespace fashion_mnist

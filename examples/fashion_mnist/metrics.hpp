@@ -34,8 +34,12 @@ Totals step_totals(const torch::Tensor& loss, const torch::Tensor& logits, const
 /// ignored), so that every rank agrees on when the window's totals are reset.
 std::pair<Totals, bool> reduce_step(const Totals& local, bool print_now);
 
-/// FNV-1a (64 bits) of the parameters' bytes in registration order, as 16 hex digits: equal
-/// digests mean bitwise-equal weights (e.g. a resumed run against an uninterrupted one).
+/// FNV-1a (64 bits) of the parameters' and then the buffers' bytes in registration order, as 16 hex
+/// digits: equal digests mean bitwise-equal weights (e.g. a resumed run against an uninterrupted one).
 std::string weights_digest(const torch::nn::Module& model);
+
+/// Collective: weights_digest of every rank's `model`, which must agree.
+/// @throws idist::Error on every rank, naming each rank's digest, when they differ.
+std::string agreed_weights_digest(const torch::nn::Module& model);
 
 }  // namespace fashion_mnist

@@ -31,8 +31,12 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   app.add_option("--batch-size", o.batch_size, "global batch size, divided among the ranks")
       ->check(kPositive)
       ->capture_default_str();
-  app.add_option("--lr", o.lr, "SGD learning rate")->check(kPositive)->capture_default_str();
-  app.add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  app.add_option("--lr", o.lr, "learning rate (--optimizer adam: 0.001 unless given)")
+      ->check(kPositive)
+      ->capture_default_str();
+  app.add_option("--momentum", o.momentum, "SGD momentum (--optimizer sgd)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   std::string schedule = o.lr_schedule == LrSchedule::Linear ? "linear" : "constant";
   app.add_option("--lr-schedule", schedule, "linear (decay to 0 over the run) or constant")
       ->check(CLI::IsMember({"linear", "constant"}))
@@ -58,10 +62,26 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   app.add_option("--master-addr", o.master_addr, "address of node 0, where rank 0 serves the rendezvous");
   app.add_option("--master-port", o.master_port, "port of the rendezvous on node 0")->check(CLI::Range(1, 65535));
   auto* checkpoint = app.add_option("--checkpoint-dir", o.checkpoint_dir,
-                                    "write DIR/checkpoint_<epoch>.pt after each epoch (rank 0 only)");
-  app.add_flag("--resume", o.resume, "continue from the newest checkpoint in --checkpoint-dir")->needs(checkpoint);
+                                    "write DIR/checkpoint_<iteration>.pt after each epoch (rank 0 only; the newest two "
+                                    "are kept)");
+  app.add_option("--checkpoint-every-steps", o.checkpoint_every_steps,
+                 "also write a checkpoint every N global steps, mid-epoch too (0: at epoch ends only)")
+      ->check(CLI::NonNegativeNumber)
+      ->needs(checkpoint)
+      ->capture_default_str();
+  auto* auto_resume = app.add_flag("--auto-resume", o.auto_resume,
+                                   "continue from the newest checkpoint in --checkpoint-dir when there is one, start "
+                                   "fresh otherwise (what a restarted worker needs)")
+                          ->needs(checkpoint);
+  app.add_flag("--resume", o.resume, "continue from the newest checkpoint in --checkpoint-dir, which must exist")
+      ->needs(checkpoint)
+      ->excludes(auto_resume);
   app.add_option("--stop-after-epoch", o.stop_after_epoch,
                  "end the run after this epoch, as if interrupted (the learning-rate schedule still spans --epochs)")
+      ->check(kPositive);
+  app.add_option("--stop-after-steps", o.stop_after_steps,
+                 "leave training after this global step as if the job were killed (no evaluation, no checkpoint "
+                 "of that step)")
       ->check(kPositive);
   app.add_option("--comm-hook", o.comm_hook,
                  "gradient communication hook (idist::comm_hooks): none (auto_model's all-reduce), allreduce, fp16, "
@@ -74,11 +94,16 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   app.add_option("--powersgd-start", o.powersgd_start, "iterations of plain all-reduce before PowerSGD compresses")
       ->check(CLI::Range(2, 1 << 30))
       ->capture_default_str();
+  app.add_option("--optimizer", o.optimizer, "sgd (with --momentum) or adam (--lr 0.001 unless given)")
+      ->check(CLI::IsMember({"sgd", "adam"}))
+      ->capture_default_str();
+  app.add_flag("--zero", o.zero, "shard the optimizer state over the ranks (idist::ZeroRedundancyOptimizer)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  if (o.optimizer == "adam" && app.count("--lr") == 0) o.lr = 1e-3;
   o.lr_schedule = schedule == "linear" ? LrSchedule::Linear : LrSchedule::Constant;
   return std::nullopt;
 }

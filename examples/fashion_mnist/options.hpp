@@ -20,7 +20,7 @@ struct Options {
   std::string backend = "serial";               ///< "serial", "mpi", "gloo" or "nccl"
   int epochs = 1;                               ///< training epochs, >= 1
   std::int64_t batch_size = 64;                 ///< global batch size (all ranks together), >= 1
-  double lr = 0.05;                             ///< SGD learning rate
+  double lr = 0.05;                             ///< learning rate (0.001 with --optimizer adam unless given)
   double momentum = 0.9;                        ///< SGD momentum
   LrSchedule lr_schedule = LrSchedule::Linear;  ///< learning-rate schedule
   std::uint32_t limit = 0;                      ///< train on the first `limit` images only; 0 = all 60 000
@@ -36,13 +36,18 @@ struct Options {
   std::optional<int> node_rank;            ///< this node's index in [0, nnodes)
   std::optional<std::string> master_addr;  ///< address of node 0 (its rank 0 serves the rendezvous)
   std::optional<int> master_port;          ///< port of the rendezvous on node 0
-  // Checkpoints.
-  std::string checkpoint_dir;      ///< write checkpoint_<epoch>.pt here after each epoch (rank 0); empty = none
-  bool resume = false;             ///< continue from the newest checkpoint in checkpoint_dir
+  // Checkpoints (idist::Checkpoint): DIR/checkpoint_<iteration>.pt, written by rank 0.
+  std::string checkpoint_dir;               ///< checkpoint after each epoch (and every N steps) here; empty = none
+  std::int64_t checkpoint_every_steps = 0;  ///< also checkpoint every N global steps (mid-epoch); 0 = epoch ends only
+  bool auto_resume = false;        ///< continue from the newest checkpoint in checkpoint_dir if any, else start
+  bool resume = false;             ///< as auto_resume, but a checkpoint must exist
   std::string comm_hook = "none";  ///< auto_model's communication hook: none, allreduce, fp16, bf16, powersgd
   int powersgd_rank = 4;           ///< PowerSGD's matrix_approximation_rank
   int powersgd_start = 10;         ///< PowerSGD's start_powersgd_iter (iterations of plain all-reduce first)
   int stop_after_epoch = 0;        ///< end the run after this epoch (1-based; the schedule still spans epochs); 0 = no
+  std::int64_t stop_after_steps = 0;  ///< leave training after this global step, as if killed; 0 = no
+  std::string optimizer = "sgd";      ///< "sgd" (with --momentum) or "adam"
+  bool zero = false;                  ///< shard the optimizer state over the ranks (idist::ZeroRedundancyOptimizer)
 };
 
 /// True when the options ask idist::Parallel to start the workers (--nproc-per-node or a multi-node flag).

@@ -34,6 +34,12 @@ void Progress::start_epoch(int epoch) {
   epoch_totals_ = {};
 }
 
+void Progress::resume_epoch(int epoch, std::int64_t done_steps, const Totals& totals) {
+  start_epoch(epoch);
+  steps_skipped_ += done_steps;
+  epoch_totals_ = totals;
+}
+
 void Progress::step(std::int64_t step, const Totals& global, bool print_now) {
   ++steps_done_;
   window_ += global;
@@ -52,7 +58,8 @@ void Progress::print(std::int64_t step) {
   if (!enabled_) return;
   const double elapsed = std::chrono::duration<double>(trained_ + (now - epoch_start_)).count();
   const double rate = elapsed > 0 ? double(images_done()) / elapsed : 0.0;
-  const std::int64_t steps_left = std::int64_t(epochs_ - first_epoch_ + 1) * steps_per_epoch_ - steps_done_;
+  const std::int64_t steps_left =
+      std::int64_t(epochs_ - first_epoch_ + 1) * steps_per_epoch_ - steps_done_ - steps_skipped_;
   const double eta = rate > 0 ? double(steps_left * images_per_step_) / rate : NAN;
   const int width = int(fmt::formatted_size("{}", steps_per_epoch_));
   fmt::print(out_, "epoch {}/{}  step {:>{}}/{}  loss {:.4f}  acc {:.4f}  {:.0f} img/s  ETA {}\n", epoch_, epochs_,

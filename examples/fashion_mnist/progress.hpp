@@ -26,6 +26,9 @@ class Progress {
 
   /// Starts (or resumes) the clock at the beginning of epoch `epoch` (1-based).
   void start_epoch(int epoch);
+  /// Starts the clock in the middle of epoch `epoch`, resumed from a checkpoint after `done_steps`
+  /// steps whose totals over all ranks were `totals` (they count in epoch_totals(), not in the rate).
+  void resume_epoch(int epoch, std::int64_t done_steps, const Totals& totals);
   /// Whether a line is due by the clock (rank 0's answer is the one every rank follows; see reduce_step).
   bool due() const { return Clock::now() - last_print_ >= interval_; }
   /// Records step `step` (1-based within the epoch) with the step's totals over all ranks; prints
@@ -51,8 +54,9 @@ class Progress {
   bool enabled_;
   std::FILE* out_;
   int epoch_ = 0;
-  std::int64_t steps_done_ = 0;  // over all epochs
-  Clock::duration trained_{};    // finished epochs
+  std::int64_t steps_done_ = 0;     // over all epochs, by this run
+  std::int64_t steps_skipped_ = 0;  // of the first epoch, done by the run that saved the checkpoint
+  Clock::duration trained_{};       // finished epochs
   Clock::time_point epoch_start_{};
   Clock::time_point last_print_{};
   Totals window_;        // since the previous line

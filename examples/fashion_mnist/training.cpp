@@ -16,11 +16,12 @@
 
 #include <idist/idist.hpp>
 
-#include "checkpoint.hpp"
 #include "dataset.hpp"
 #include "metrics.hpp"
 #include "net.hpp"
+#include "optimizer.hpp"
 #include "progress.hpp"
+#include "resume_state.hpp"
 #include "threads.hpp"
 
 namespace fashion_mnist {
@@ -62,27 +63,8 @@ double learning_rate(const Options& o, double progress) {
   return o.lr_schedule == LrSchedule::Linear ? o.lr * (1.0 - progress) : o.lr;
 }
 
-void set_lr(torch::optim::SGD& optimizer, double lr) {
-  for (auto& group : optimizer.param_groups()) static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
-}
-
-// Warns (rank 0) about options that differ from the checkpoint's: the command line's values are used.
-void report_differences(const CheckpointState& saved, const Options& o) {
-  const CheckpointState now = state_of(o, saved.epoch, saved.world_size);
-  std::string diff;
-  const auto note = [&](const char* flag, auto was, auto is) {
-    if (was != is) diff += fmt::format("{}{} {} (checkpoint: {})", diff.empty() ? "" : ", ", flag, is, was);
-  };
-  note("--seed", saved.seed, now.seed);
-  note("--lr", saved.lr, now.lr);
-  note("--momentum", saved.momentum, now.momentum);
-  note("--lr-schedule", int(saved.lr_schedule), int(now.lr_schedule));
-  note("--epochs", saved.epochs, now.epochs);
-  note("--batch-size", saved.batch_size, now.batch_size);
-  note("--limit", saved.limit, now.limit);
-  if (!diff.empty() && idist::get_rank() == 0)
-    fmt::print(stderr, "fashion_mnist: warning: resuming with {}; the run will differ from an uninterrupted one\n",
-               diff);
+void set_lr(torch::optim::Optimizer& optimizer, double lr) {
+  for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
 }
 
 // idist's device, refused with the remedy when it is a GPU this LibTorch cannot use (a CPU-only build
@@ -95,6 +77,30 @@ torch::Device training_device() {
       fmt::format("idist's device is {}, but this LibTorch has no CUDA support (a CPU-only "
                   "build): use a CUDA build of LibTorch{}",
                   device.str(), nccl ? "" : ", or hide the GPUs with CUDA_VISIBLE_DEVICES="));
+}
+
+// The example's checkpoint handler: model (parameters and buffers), optimizer (SGD's momentum buffers
+// or Adam's moments; with --zero, Checkpoint gathers the shards on the rank that saves) and the training
+// loader's position, the newest two files kept (so that a damaged newest one has a
+// predecessor). A fresh run wants an empty directory; a resuming one continues in it.
+template <class Loader>
+std::unique_ptr<idist::Checkpoint> open_checkpoint(const Options& o, const std::shared_ptr<Net>& model,
+                                                   const std::shared_ptr<torch::optim::Optimizer>& optimizer,
+                                                   const Loader& loader) {
+  if (o.checkpoint_dir.empty()) return nullptr;
+  const bool resuming = o.resume || o.auto_resume;
+  try {
+    return std::make_unique<idist::Checkpoint>(
+        o.checkpoint_dir,
+        std::vector<idist::CheckpointItem>{{"model", model}, {"optimizer", optimizer}, {"loader", loader}},
+        idist::CheckpointOptions{.n_saved = 2, .require_empty = !resuming});
+  } catch (const idist::ValueError& e) {
+    if (resuming || std::string(e.what()).find("require_empty") == std::string::npos) throw;
+    throw idist::ValueError(
+        fmt::format("--checkpoint-dir {} holds checkpoints already: pass --auto-resume to continue "
+                    "from them, or choose an empty directory ({})",
+                    o.checkpoint_dir, e.what()));
+  }
 }
 
 }  // namespace
@@ -123,15 +129,6 @@ void train(const Options& o) {
   TestLoader test_loader = make_test_loader(test_set);
 
   auto net = std::make_shared<Net>(/*batch_norm=*/o.sync_bn);
-  std::optional<LoadedCheckpoint> checkpoint;
-  if (o.resume) {
-    checkpoint = load_newest_checkpoint(o.checkpoint_dir);
-    if (checkpoint->state.epoch >= o.epochs)
-      throw idist::ValueError(fmt::format("--resume: {} has completed epoch {}, nothing is left of --epochs {}",
-                                          checkpoint->path.string(), checkpoint->state.epoch, o.epochs));
-    net->load(checkpoint->model);  // before auto_model, which broadcasts rank 0's weights
-    report_differences(checkpoint->state, o);
-  }
   auto model = idist::auto_model(net, {.sync_bn = o.sync_bn});
   if (o.comm_hook == "allreduce") idist::register_comm_hook(model, idist::comm_hooks::allreduce());
   if (o.comm_hook == "fp16") idist::register_comm_hook(model, idist::comm_hooks::fp16_compress());
@@ -139,10 +136,26 @@ void train(const Options& o) {
   if (o.comm_hook == "powersgd")
     idist::register_comm_hook(model, idist::comm_hooks::powersgd({.matrix_approximation_rank = o.powersgd_rank,
                                                                   .start_powersgd_iter = o.powersgd_start}));
-  auto optimizer = idist::auto_optim(
-      std::make_shared<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(o.lr).momentum(o.momentum)));
-  if (checkpoint) optimizer->load(checkpoint->optimizer);  // the momentum buffers
-  const int first_epoch = checkpoint ? checkpoint->state.epoch + 1 : 1;
+  auto optimizer = idist::auto_optim(make_optimizer(o, model->parameters()));
+
+  // Every rank loads the same checkpoint (rank 0 reads it and broadcasts it): weights and buffers by
+  // copy into the model auto_model prepared, the optimizer state (with --zero each rank keeps its
+  // shard's), the loader's position in its epoch.
+  const std::unique_ptr<idist::Checkpoint> checkpoint = open_checkpoint(o, model, optimizer, loader);
+  std::optional<idist::LoadedCheckpoint> loaded;
+  if (checkpoint && (o.resume || o.auto_resume)) {
+    loaded = checkpoint->load_latest();
+    if (!loaded && o.resume)
+      throw idist::ValueError(
+          fmt::format("--resume: no checkpoint_<iteration>.pt in {} (on rank 0)", o.checkpoint_dir));
+    if (loaded) report_differences(*loaded, o);
+  }
+  const TrainingPoint start = loaded ? training_point(*loaded) : TrainingPoint{};
+  const int first_epoch = start.epoch_finished() ? start.epoch + 1 : start.epoch;
+  const std::int64_t first_step = first_epoch == start.epoch ? start.epoch_step : 0;
+  if (first_epoch > o.epochs)
+    throw idist::ValueError(fmt::format("--resume: {} has completed epoch {}, nothing is left of --epochs {}",
+                                        loaded->path.string(), start.epoch, o.epochs));
   const int last_epoch = o.stop_after_epoch > 0 ? std::min(o.stop_after_epoch, o.epochs) : o.epochs;
   if (last_epoch < first_epoch)
     throw idist::ValueError(fmt::format("--stop-after-epoch {}: the checkpoint has completed epoch {} already",
@@ -151,24 +164,33 @@ void train(const Options& o) {
   const auto steps = std::int64_t(loader.size().value());
   const auto local_batch = std::int64_t(loader.options().batch_size);
   if (rank == 0) {
-    if (checkpoint)
-      fmt::print(stderr, "fashion_mnist: resuming from {} (epoch {} done, written by {} rank(s))\n",
-                 checkpoint->path.string(), checkpoint->state.epoch, checkpoint->state.world_size);
+    if (loaded)
+      fmt::print(stderr, "fashion_mnist: resuming from {} (epoch {}, step {} of {}; written by {} rank(s))\n",
+                 loaded->path.string(), start.epoch, start.epoch_step, start.epoch_steps, loaded->world_size);
+    else if (o.auto_resume)
+      fmt::print(stderr, "fashion_mnist: --auto-resume: no checkpoint in {}, starting fresh\n", o.checkpoint_dir);
     fmt::print(stderr,
                "fashion_mnist: {} training / {} test images, global batch {} ({} per rank x {} ranks), "
                "{} steps per epoch, {} intra-op thread(s) per rank\n",
                n_train, *test_set.size(), local_batch * world, local_batch, world, steps, torch::get_num_threads());
   }
+  const auto save = [&](const TrainingPoint& point, std::int64_t iteration) {
+    checkpoint->save(checkpoint_state(o, point, iteration));
+  };
 
   Progress progress(o.epochs, first_epoch, steps, local_batch * world,
                     std::chrono::milliseconds(std::int64_t(o.log_every * 1000)), rank == 0);
-  double accuracy = 0.0;
-  for (int epoch = first_epoch; epoch <= last_epoch; ++epoch) {
-    loader.set_epoch(std::uint64_t(epoch - 1));
+  double accuracy = start.test_accuracy;
+  std::int64_t stopped_at = 0;
+  for (int epoch = first_epoch; epoch <= last_epoch && stopped_at == 0; ++epoch) {
+    loader.set_epoch(std::uint64_t(epoch - 1));  // in the resumed epoch, keeps the loader's restored position
     model->train();
     idist::barrier();  // start the clock together
-    progress.start_epoch(epoch);
-    std::int64_t step = 0;
+    std::int64_t step = epoch == first_epoch ? first_step : 0;
+    if (step > 0)
+      progress.resume_epoch(epoch, step, start.epoch_totals);
+    else
+      progress.start_epoch(epoch);
     for (auto& batch : loader) {
       const torch::Tensor data = batch.data.to(device);
       const torch::Tensor target = batch.target.to(device);
@@ -180,16 +202,34 @@ void train(const Options& o) {
       optimizer->step();
       const auto [global, print] = reduce_step(step_totals(loss.detach(), logits.detach(), target), progress.due());
       progress.step(++step, global, print);
+      const std::int64_t iteration = (epoch - 1) * steps + step;
+      // Mid-epoch checkpoints; the epoch's last step is saved after its evaluation below.
+      if (checkpoint && o.checkpoint_every_steps > 0 && iteration % o.checkpoint_every_steps == 0 && step < steps)
+        save({.epoch = epoch, .epoch_step = step, .epoch_steps = steps, .epoch_totals = progress.epoch_totals()},
+             iteration);
+      if (o.stop_after_steps > 0 && iteration >= o.stop_after_steps) {
+        stopped_at = iteration;
+        break;
+      }
     }
+    if (stopped_at > 0) break;
     progress.end_epoch();
     accuracy = evaluate(*model, test_loader, device);
-    if (rank == 0) {
-      fmt::print(stderr, "epoch {}/{}: test accuracy {:.4f}\n", epoch, o.epochs, accuracy);
-      if (!o.checkpoint_dir.empty())
-        fmt::print(stderr, "fashion_mnist: wrote {}\n",
-                   save_checkpoint(o.checkpoint_dir, state_of(o, epoch, world), *model, *optimizer).string());
-    }
+    if (rank == 0) fmt::print(stderr, "epoch {}/{}: test accuracy {:.4f}\n", epoch, o.epochs, accuracy);
+    if (checkpoint)
+      save({.epoch = epoch,
+            .epoch_step = step,
+            .epoch_steps = steps,
+            .epoch_totals = progress.epoch_totals(),
+            .test_accuracy = accuracy},
+           std::int64_t(epoch) * steps);
   }
+  if (checkpoint) {
+    checkpoint->wait();  // the last checkpoint is on disk (a failed write is raised here, on every rank)
+    if (rank == 0 && checkpoint->last_checkpoint())
+      fmt::print(stderr, "fashion_mnist: last checkpoint {}\n", checkpoint->last_checkpoint()->string());
+  }
+  const std::string digest = agreed_weights_digest(*model);
 
   if (rank == 0) {
     const double seconds = progress.train_seconds();
@@ -198,10 +238,12 @@ void train(const Options& o) {
         "{{\"world_size\": {}, \"backend\": \"{}\", \"epochs\": {}, \"first_epoch\": {}, \"last_epoch\": {}, "
         "\"batch_size\": {}, \"train_images\": {}, \"threads_per_rank\": {}, \"train_seconds\": {:.3f}, "
         "\"images_per_s\": {:.1f}, \"train_loss\": {:.6f}, \"train_accuracy\": {:.6f}, \"test_accuracy\": {:.4f}, "
-        "\"comm_hook\": \"{}\", \"weights_digest\": \"{}\", \"sync_bn\": {}}}\n",
+        "\"comm_hook\": \"{}\", \"weights_digest\": \"{}\", \"sync_bn\": {}, \"resumed_iteration\": {}, "
+        "\"stopped_at_iteration\": {}}}\n",
         world, idist::backend().value_or("serial"), o.epochs, first_epoch, last_epoch, local_batch * world, n_train,
         torch::get_num_threads(), seconds, seconds > 0 ? double(progress.images_done()) / seconds : 0.0,
-        last.mean_loss(), last.accuracy(), accuracy, o.comm_hook, weights_digest(*model), o.sync_bn);
+        last.mean_loss(), last.accuracy(), accuracy, o.comm_hook, digest, o.sync_bn, loaded ? loaded->iteration : 0,
+        stopped_at);
     std::fflush(stdout);
   }
 }

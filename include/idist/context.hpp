@@ -165,7 +165,8 @@ bool has_hvd_support();
 /// size, rank, local rank, num processes per_node, num nodes, node rank), one INFO line each as
 /// logger "distributed" (logging.hpp: stderr unless a sink is set), e.g. `idist.distributed INFO:
 /// distributed configuration: native-dist`, plus "network interface" (name, address and why) on
-/// backends that choose one (gloo, nccl). Mirrors ignite.distributed.show_config.
+/// backends that choose one (gloo, nccl), and "launcher" (torchrun with its run id, restart count and
+/// store, slurm, mpirun, env or none). Mirrors ignite.distributed.show_config.
 void show_config();
 
 /// The current computation model (never null: serial when nothing was initialized). Advanced use:

@@ -10,6 +10,7 @@
 #include "idist/config.hpp"
 #include "idist/context.hpp"
 #include "idist/debug.hpp"
+#include "idist/elastic.hpp"
 #include "idist/error.hpp"
 #include "idist/group.hpp"
 #include "idist/helpers.hpp"

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "core/debug/debug_model.hpp"
+#include "core/launcher_info.hpp"
 #include "core/local_rank_hint.hpp"
 #include "core/need_to_sync.hpp"
 #include "core/registry.hpp"
@@ -180,6 +181,8 @@ void show_config() {
   line("num nodes", m.nnodes());
   line("node rank", m.node_rank());
   if (const auto where = m.network_interface()) line("network interface", *where);
+  const auto backend = m.backend();
+  line("launcher", core::describe_launcher(core::environment(), backend == "gloo" || backend == "nccl"));
 }
 
 }  // namespace idist

@@ -11,8 +11,6 @@
 #include "rendezvous/env_parse.hpp"
 #include "rendezvous/init_method.hpp"
 
-extern char** environ;
-
 namespace idist::rendezvous {
 
 namespace {
@@ -84,17 +82,37 @@ void take_mpi_launcher(WorldInfo& info, const Environ& env, const std::vector<in
   check_ranks(info, vars.rank, vars.size, vars.local_rank);
   take_nproc(info, env, vars.local_size);
 }
+
+// torchrun numbers its agents (nodes): GROUP_RANK of GROUP_WORLD_SIZE. Where every node runs
+// LOCAL_WORLD_SIZE workers these are ignite's rank / nproc and world / nproc, and must agree; where nodes
+// run different numbers, ignite's formulas do not describe the job and torchrun's numbers are taken.
+void take_group_rank(WorldInfo& info) {
+  const auto& te = *info.torchelastic;
+  if (!te.group_rank || !te.group_world_size || !info.nproc_from_env) return;
+  const int group = *te.group_rank;
+  const int groups = *te.group_world_size;
+  if (groups > info.world_size)
+    throw ValueError(fmt::format("GROUP_WORLD_SIZE should be <= WORLD_SIZE ({}), got {}", info.world_size, groups));
+  const int nproc = info.nproc_per_node;
+  if (groups * nproc == info.world_size && info.rank / nproc != group)
+    throw ValueError(fmt::format(
+        "GROUP_RANK = {} disagrees with RANK / LOCAL_WORLD_SIZE = {} / {} = {} (GROUP_WORLD_SIZE * LOCAL_WORLD_SIZE = "
+        "WORLD_SIZE = {}: every node runs LOCAL_WORLD_SIZE workers); are these torchrun variables of one job?",
+        group, info.rank, nproc, info.rank / nproc, info.world_size));
+  info.node_rank = group;
+  info.nnodes = groups;
+}
+
+// The agent's store is at torchrun's MASTER_ADDR:MASTER_PORT; "tcp://" or another master means idist's own.
+bool uses_agent_store(const WorldInfo& info, const Environ& env, detail::InitMethod::Kind kind) {
+  if (!info.torchelastic || !info.torchelastic->use_agent_store || kind != detail::InitMethod::Kind::Env) return false;
+  const auto addr = lookup(env, "MASTER_ADDR");
+  const auto port = lookup(env, "MASTER_PORT");
+  return addr && port && *addr == info.master_addr && detail::parse_port("MASTER_PORT", *port) == info.master_port;
+}
 }  // namespace
 
-Environ current_environ() {
-  Environ env;
-  for (char** e = ::environ; e && *e; ++e) {
-    const std::string entry(*e);
-    const auto eq = entry.find('=');
-    if (eq != std::string::npos) env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
-  }
-  return env;
-}
+Environ current_environ() { return core::environment(); }
 
 void set_nproc_per_node(WorldInfo& info, int nproc) {
   if (nproc < 1) throw ValueError(fmt::format("nproc_per_node should be >= 1, got {}", nproc));
@@ -111,6 +129,7 @@ WorldInfo discover(const InitOptions& opts, const Environ& env, std::optional<in
   WorldInfo info;
   if (const auto addr = lookup(env, "MASTER_ADDR"); addr && !addr->empty()) info.master_addr = *addr;
   if (const auto port = lookup(env, "MASTER_PORT")) info.master_port = detail::parse_port("MASTER_PORT", *port);
+  info.torchelastic = core::torchelastic_vars(env);
 
   for (const auto& [name, value] : {std::pair{"rank", opts.rank}, std::pair{"world_size", opts.world_size},
                                     std::pair{"local_rank", opts.local_rank}})
@@ -184,6 +203,7 @@ WorldInfo discover(const InitOptions& opts, const Environ& env, std::optional<in
     set_nproc_per_node(info, 1);
   } else if (info.nproc_from_env) {
     set_nproc_per_node(info, info.nproc_per_node);
+    if (info.source == "env" && info.torchelastic) take_group_rank(info);
   } else {
     // Provisional single-node layout until exchange_topology() has every rank's local rank.
     info.nproc_per_node = info.world_size;
@@ -192,6 +212,7 @@ WorldInfo discover(const InitOptions& opts, const Environ& env, std::optional<in
     info.topology_exact = false;
   }
 
+  info.agent_store = uses_agent_store(info, env, method.kind);
   for (const auto& w : info.warnings) std::fprintf(stderr, "idist warning: %s\n", w.c_str());
   return info;
 }

@@ -17,6 +17,11 @@
 /// Deviation from ignite: explicit rank / world_size inside a SLURM job are accepted (ignite raises), so
 /// that spawn / Parallel work inside an allocation with every init method.
 ///
+/// Under torchrun (TORCHELASTIC_* variables), GROUP_RANK and GROUP_WORLD_SIZE give node_rank and nnodes
+/// (checked against ignite's rank / nproc where every node runs LOCAL_WORLD_SIZE workers), and with
+/// TORCHELASTIC_USE_AGENT_STORE=True the rendezvous of "env://" goes through the store torchrun's agent
+/// serves at MASTER_ADDR:MASTER_PORT (open_store()).
+///
 /// MASTER_ADDR defaults to 127.0.0.1 and MASTER_PORT to 15000 (SLURM: first host of the node list and
 /// 15000 + last four digits of SLURM_JOB_ID, unless torchrun variables give them). "tcp://host:port"
 /// overrides both.
@@ -39,6 +44,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/launcher_info.hpp"
 #include "idist/context.hpp"
 #include "store/store.hpp"
 
@@ -68,6 +74,11 @@ struct WorldInfo {
   bool topology_exact = true;
   /// True when nproc_per_node came from the environment (LOCAL_WORLD_SIZE & co) rather than a maximum.
   bool nproc_from_env = false;
+  /// torchrun's variables, when torchrun's agent started this process.
+  std::optional<core::TorchElasticVars> torchelastic;
+  /// True when "env://" rendezvouses through torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE=True and
+  /// the master address and port are torchrun's MASTER_ADDR / MASTER_PORT): every rank is its client.
+  bool agent_store = false;
   /// Warnings ignite would issue (e.g. torchrun variables ignored in a SLURM job); also printed to stderr.
   std::vector<std::string> warnings;
 
@@ -120,7 +131,10 @@ DdpVars setup_ddp_vars_from_slurm_env(const Environ& env);
 /// Opens the store named by opts.init_method: "env://" (default) -> TCPStore at
 /// info.master_addr:info.master_port, "tcp://host:port" -> TCPStore there (served by rank 0 in both),
 /// "file:///path" -> FileStore in directory /path. Every call bounded by opts.timeout.
-/// @throws ValueError for an unknown scheme; what the stores' constructors throw.
+/// With info.agent_store, "env://" is instead a client of torchrun's agent store (a c10d TCPStore) on
+/// every rank, under torch's key prefix for the attempt ("/worker/attempt_<restart count>") and a
+/// prefix of its own per initialization of this process; every rank first joins (join_agent_store()).
+/// @throws ValueError for an unknown scheme; what the stores' constructors and the join throw.
 std::shared_ptr<store::Store> open_store(const InitOptions& opts, const WorldInfo& info);
 
 /// Completes `info` as ignite's _setup_attrs does, through `store`: every rank publishes its local rank

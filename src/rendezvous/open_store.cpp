@@ -1,11 +1,17 @@
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 
+#include <fmt/format.h>
+
 #include "idist/error.hpp"
+#include "rendezvous/agent_join.hpp"
 #include "rendezvous/discovery.hpp"
 #include "rendezvous/init_method.hpp"
 #include "rendezvous/store_bind.hpp"
+#include "store/c10d/c10d_store.hpp"
 #include "store/file_store.hpp"
+#include "store/prefix_store.hpp"
 #include "store/tcp_store.hpp"
 
 namespace idist::rendezvous {
@@ -25,12 +31,30 @@ std::shared_ptr<store::Store> open_tcp_store(const std::string& host, int port, 
   return std::make_shared<store::TCPStore>(host, port, info.rank == 0, info.world_size, opts.timeout, true,
                                            std::move(options));
 }
+
+// torchrun's agent store: torch's prefix of this attempt, then one of idist's per initialization of this
+// process, so that the keys of an earlier initialize() / finalize() in the same attempt (topology, peer
+// table, Gloo's addresses) are never read again. Every rank initializes the same number of times, so the
+// counter agrees across ranks; a restarted worker is a new process under a new attempt prefix.
+std::shared_ptr<store::Store> open_agent_store(const InitOptions& opts, const WorldInfo& info) {
+  static std::atomic<int> initializations{0};
+  auto agent = std::make_shared<store::C10dStore>(
+      info.master_addr, info.master_port, opts.timeout,
+      store::C10dStoreOptions{.label = "torchrun agent store", .version = std::nullopt});
+  const auto prefix =
+      fmt::format("{}/idist/init_{}", core::agent_store_prefix(*info.torchelastic), initializations.fetch_add(1));
+  auto scoped = std::make_shared<store::PrefixStore>(prefix, std::move(agent));
+  join_agent_store(*scoped, info.rank, info.world_size, opts.timeout);
+  return scoped;
+}
 }  // namespace
 
 std::shared_ptr<store::Store> open_store(const InitOptions& opts, const WorldInfo& info) {
   const auto method = detail::parse_init_method(opts.init_method);
   switch (method.kind) {
-    case detail::InitMethod::Kind::Env: return open_tcp_store(info.master_addr, info.master_port, opts, info);
+    case detail::InitMethod::Kind::Env:
+      if (info.agent_store) return open_agent_store(opts, info);
+      return open_tcp_store(info.master_addr, info.master_port, opts, info);
     case detail::InitMethod::Kind::Tcp: return open_tcp_store(method.host, method.port, opts, info);
     case detail::InitMethod::Kind::File: return std::make_shared<store::FileStore>(method.path, opts.timeout);
   }

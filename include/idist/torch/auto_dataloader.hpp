@@ -4,15 +4,18 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
+
+#include <ATen/Tensor.h>
 
 #include <torch/data/dataloader/stateless.h>
 #include <torch/data/dataloader_options.h>
-#include <torch/data/samplers/random.h>
-#include <torch/data/samplers/sequential.h>
+#include <torch/data/iterator.h>
 
 #include "idist/context.hpp"
 #include "idist/detail/format.hpp"
@@ -26,94 +29,103 @@ namespace idist {
 
 namespace detail {
 
-/// Presents any LibTorch sampler as an EpochSampler: set_epoch reaches samplers that have one
-/// (LibTorch's distributed samplers) and is ignored by the others.
-class EpochAdapter final : public EpochSampler {
- public:
-  EpochAdapter(std::shared_ptr<torch::data::samplers::Sampler<>> inner, std::optional<std::size_t> size)
-      : inner_(std::move(inner)), size_(size) {}
-  void set_epoch(std::uint64_t epoch) override {
-    epoch_ = epoch;
-    if (auto* d = dynamic_cast<torch::data::samplers::DistributedSampler<>*>(inner_.get())) d->set_epoch(epoch);
-  }
-  std::uint64_t epoch() const override { return epoch_; }
-  std::optional<std::size_t> size() const override { return size_; }
-  void reset(torch::optional<std::size_t> new_size = torch::nullopt) override { inner_->reset(new_size); }
-  torch::optional<std::vector<std::size_t>> next(std::size_t batch_size) override { return inner_->next(batch_size); }
-  void save(torch::serialize::OutputArchive& archive) const override { inner_->save(archive); }
-  void load(torch::serialize::InputArchive& archive) override { inner_->load(archive); }
-  /// The adapted sampler.
-  const std::shared_ptr<torch::data::samplers::Sampler<>>& inner() const noexcept { return inner_; }
-
- private:
-  std::shared_ptr<torch::data::samplers::Sampler<>> inner_;
-  std::optional<std::size_t> size_;
-  std::uint64_t epoch_ = 0;
+/// Where a DataLoader stands in its epoch; shared by the loader, its iterators, the sampler handle
+/// LibTorch's loader holds, and a Checkpoint that saves the loader.
+struct LoaderProgress {
+  /// A position to resume at, applied by the next iteration of `epoch`.
+  struct Resume {
+    std::uint64_t epoch = 0;  ///< the sampler's epoch it applies to
+    std::uint64_t skip = 0;   ///< this rank's indices to skip
+    at::Tensor rng;           ///< the default CPU generator's state when the epoch was drawn (may be undefined)
+  };
+  std::uint64_t epoch = 0;                ///< epoch of the current (or last) iteration
+  std::uint64_t consumed = 0;             ///< this rank's indices handed out in it, skipped ones included
+  at::Tensor epoch_rng;                   ///< default CPU generator's state when its indices were drawn
+  std::optional<Resume> pending;          ///< applied by the next reset() of the sampler
+  std::size_t batch_size = 1;             ///< per rank
+  int replicas = 1;                       ///< ranks sharing the epoch (the world size at construction)
+  std::optional<std::size_t> epoch_size;  ///< this rank's indices per epoch, when known
 };
 
-/// The name of the sampler a loader really draws from (through EpochAdapter), for the log line.
-inline std::string sampler_name(const EpochSampler& s) {
-  const auto* adapter = dynamic_cast<const EpochAdapter*>(&s);
-  const torch::data::samplers::Sampler<>* inner = adapter ? adapter->inner().get() : &s;
-  return c10::demangle(typeid(*inner).name());
-}
+/// Starts an epoch of `sampler` for the loader whose progress is `progress`: records the generator's
+/// state, draws the epoch (reset), then applies a pending resume of this epoch (the generator state
+/// of the saved epoch for the draw, then the skip).
+void start_epoch(LoaderProgress& progress, EpochSampler& sampler, torch::optional<std::size_t> new_size);
 
 /// What the LibTorch loader stores (it keeps its sampler by value and private): a handle to the
-/// EpochSampler the user reaches through DataLoader::sampler().
+/// EpochSampler the user reaches through DataLoader::sampler(), whose reset() goes through
+/// start_epoch().
 class SharedSampler final : public torch::data::samplers::Sampler<> {
  public:
-  explicit SharedSampler(std::shared_ptr<EpochSampler> s) : s_(std::move(s)) {}
-  void reset(torch::optional<std::size_t> new_size = torch::nullopt) override { s_->reset(new_size); }
+  SharedSampler(std::shared_ptr<EpochSampler> s, std::shared_ptr<LoaderProgress> p)
+      : s_(std::move(s)), p_(std::move(p)) {}
+  void reset(torch::optional<std::size_t> new_size = torch::nullopt) override { start_epoch(*p_, *s_, new_size); }
   torch::optional<std::vector<std::size_t>> next(std::size_t batch_size) override { return s_->next(batch_size); }
   void save(torch::serialize::OutputArchive& archive) const override { s_->save(archive); }
   void load(torch::serialize::InputArchive& archive) override { s_->load(archive); }
 
  private:
   std::shared_ptr<EpochSampler> s_;
+  std::shared_ptr<LoaderProgress> p_;
 };
 
-/// ignite's warnings for a given distributed sampler whose rank or num_replicas differ from the
-/// context's (idist's DistributedSampler and DistributedProxySampler, LibTorch's distributed samplers
-/// do not expose theirs).
-inline void warn_about_sampler_placement(const torch::data::samplers::Sampler<>& s, int world_size, int rank) {
-  std::optional<std::pair<int, int>> placed;  // rank, num_replicas
-  if (auto* d = dynamic_cast<const DistributedSampler*>(&s)) placed = {d->rank(), d->num_replicas()};
-  if (auto* p = dynamic_cast<const DistributedProxySampler*>(&s)) placed = {p->rank(), p->num_replicas()};
-  if (!placed) return;
-  if (placed->first != rank)
-    log_warning(kAutoDataloaderLogger,
-                format_message("Found distributed sampler with rank={}, but process rank is {}", placed->first, rank));
-  if (placed->second != world_size)
-    log_warning(kAutoDataloaderLogger,
-                format_message("Found distributed sampler with num_replicas={}, but world size is {}", placed->second,
-                               world_size));
-}
+/// The name of the sampler a loader really draws from (through an adapter), for the log line.
+std::string sampler_name(const EpochSampler& s);
 
-/// The sampler auto_dataloader uses for a dataset of `dataset_size` examples (ignite's choice).
-inline std::shared_ptr<EpochSampler> choose_sampler(const DataLoaderOptions& opts, std::size_t dataset_size,
-                                                    int world_size, int rank) {
-  using torch::data::samplers::Sampler;
-  const std::shared_ptr<Sampler<>>& user = opts.sampler;
-  if (world_size > 1) {
-    if (!user) return std::make_shared<DistributedSampler>(dataset_size, world_size, rank, opts.shuffle.value_or(true));
-    if (!is_distributed_sampler(user.get())) return std::make_shared<DistributedProxySampler>(user, world_size, rank);
-    warn_about_sampler_placement(*user, world_size, rank);
+/// The sampler auto_dataloader uses for a dataset of `dataset_size` examples (ignite's choice; logs
+/// ignite's warnings for a distributed sampler built for another rank or world size).
+std::shared_ptr<EpochSampler> choose_sampler(const DataLoaderOptions& opts, std::size_t dataset_size, int world_size,
+                                             int rank);
+
+/// A loader's iterator: LibTorch's, counting the batches handed out (the first time each is read)
+/// into the loader's progress, so that a checkpoint knows how far the epoch went.
+template <class Batch>
+class CountingIterator {
+ public:
+  using difference_type = std::ptrdiff_t;             ///< iterator trait
+  using value_type = Batch;                           ///< iterator trait
+  using pointer = Batch*;                             ///< iterator trait
+  using reference = Batch&;                           ///< iterator trait
+  using iterator_category = std::input_iterator_tag;  ///< iterator trait
+
+  /// Wraps `it`; counts into `progress` (nullptr: the end sentinel).
+  CountingIterator(torch::data::Iterator<Batch> it, LoaderProgress* progress)
+      : it_(std::move(it)), progress_(progress) {}
+  /// The current batch (fetched on first access).
+  Batch& operator*() { return *count(); }
+  /// The current batch's members.
+  Batch* operator->() { return count(); }
+  /// Moves to the next batch.
+  CountingIterator& operator++() {
+    ++it_;
+    counted_ = false;
+    return *this;
   }
-  if (!user) {
-    std::shared_ptr<Sampler<>> s;
-    if (opts.shuffle.value_or(false))
-      s = std::make_shared<torch::data::samplers::RandomSampler>(std::int64_t(dataset_size));
-    else
-      s = std::make_shared<torch::data::samplers::SequentialSampler>(dataset_size);
-    return std::make_shared<EpochAdapter>(std::move(s), dataset_size);
+  /// Whether both are at the end (LibTorch's rule: only comparisons with the sentinel are defined).
+  bool operator==(const CountingIterator& other) const { return it_ == other.it_; }
+  /// Negation of ==.
+  bool operator!=(const CountingIterator& other) const { return !(*this == other); }
+
+ private:
+  Batch* count() {
+    Batch* batch = &*it_;
+    if (!counted_ && progress_) progress_->consumed += progress_->batch_size;
+    counted_ = true;
+    return batch;
   }
-  if (auto e = std::dynamic_pointer_cast<EpochSampler>(user)) return e;
-  std::optional<std::size_t> size;
-  if (auto* w = dynamic_cast<const WeightedRandomSampler*>(user.get())) size = w->size();
-  return std::make_shared<EpochAdapter>(user, size);
-}
+
+  torch::data::Iterator<Batch> it_;
+  LoaderProgress* progress_;
+  bool counted_ = false;
+};
 
 }  // namespace detail
+
+/// Where a DataLoader stands: its epoch, and the samples handed out in it by all ranks together.
+struct LoaderPosition {
+  std::uint64_t epoch = 0;             ///< the sampler's epoch (as given to set_epoch)
+  std::uint64_t consumed_samples = 0;  ///< batches read this epoch x per-rank batch size x ranks
+};
 
 /// The loader auto_dataloader returns: LibTorch's StatelessDataLoader over `Dataset`, plus the
 /// handle to its sampler that LibTorch keeps private. Iterate it with range-for, and call
@@ -125,6 +137,8 @@ inline std::shared_ptr<EpochSampler> choose_sampler(const DataLoaderOptions& opt
 ///       for (auto& batch : loader) { ... }
 ///     }
 ///
+/// The loader counts the batches its iterators hand out (position()), so that an idist::Checkpoint
+/// can save where an epoch stands and resume it mid-way (set_epoch(epoch, start_sample)).
 /// Move-only; one iteration at a time (LibTorch's rule).
 template <class Dataset>
 class DataLoader {
@@ -133,27 +147,56 @@ class DataLoader {
   using Inner = torch::data::StatelessDataLoader<Dataset, detail::SharedSampler>;
   /// One batch (Dataset::BatchType).
   using BatchType = typename Dataset::BatchType;
+  /// The iterator of begin() / end().
+  using iterator = detail::CountingIterator<BatchType>;
 
   /// Built by auto_dataloader(): `sampler` is this rank's share (or nullptr), `resolved` the final
-  /// options (batch size per rank, workers).
-  DataLoader(Dataset dataset, std::shared_ptr<EpochSampler> sampler, DataLoaderOptions resolved)
-      : sampler_(std::move(sampler)), options_(std::move(resolved)) {
+  /// options (batch size per rank, workers), `replicas` the ranks sharing an epoch.
+  DataLoader(Dataset dataset, std::shared_ptr<EpochSampler> sampler, DataLoaderOptions resolved, int replicas = 1)
+      : sampler_(std::move(sampler)),
+        options_(std::move(resolved)),
+        progress_(std::make_shared<detail::LoaderProgress>()) {
+    progress_->batch_size = options_.batch_size;
+    progress_->replicas = replicas;
+    progress_->epoch_size = sampler_->size();
     torch::data::DataLoaderOptions o(options_.batch_size);
     o.workers(options_.num_workers).drop_last(options_.drop_last);
-    inner_ = std::make_unique<Inner>(std::move(dataset), detail::SharedSampler(sampler_), std::move(o));
+    inner_ = std::make_unique<Inner>(std::move(dataset), detail::SharedSampler(sampler_, progress_), std::move(o));
   }
 
-  /// Starts an epoch (resets the sampler) and returns the first batch's iterator.
-  auto begin() { return inner_->begin(); }
+  /// Starts an epoch (resets the sampler; applies a position to resume at) and returns the first batch's iterator.
+  iterator begin() { return iterator(inner_->begin(), progress_.get()); }
   /// The end sentinel.
-  auto end() { return inner_->end(); }
+  iterator end() { return iterator(inner_->end(), nullptr); }
 
   /// The sampler: DistributedSampler or DistributedProxySampler with world size > 1.
   EpochSampler& sampler() noexcept { return *sampler_; }
   /// The sampler, shared.
   const std::shared_ptr<EpochSampler>& sampler_ptr() const noexcept { return sampler_; }
-  /// Shorthand for sampler().set_epoch(epoch).
-  void set_epoch(std::uint64_t epoch) { sampler_->set_epoch(epoch); }
+  /// Shorthand for sampler().set_epoch(epoch). A position to resume this same epoch at (restored by
+  /// Checkpoint::load_latest or set by set_epoch(epoch, start_sample)) is kept; one of another
+  /// epoch is dropped.
+  void set_epoch(std::uint64_t epoch) {
+    if (progress_->pending && progress_->pending->epoch != epoch) progress_->pending.reset();
+    sampler_->set_epoch(epoch);
+  }
+  /// Selects `epoch` and makes its next iteration skip the first `start_sample` samples of all ranks
+  /// together: each of the R ranks skips floor(start_sample / R) of its own indices (ranks take
+  /// interleaved indices, so that is where the epoch stood when it was saved at R ranks, and at most
+  /// R - 1 samples early when saved at another world size).
+  void set_epoch(std::uint64_t epoch, std::uint64_t start_sample) {
+    sampler_->set_epoch(epoch);
+    progress_->pending = detail::LoaderProgress::Resume{epoch, start_sample / std::uint64_t(progress_->replicas), {}};
+  }
+  /// The epoch of the current (or last) iteration and the samples its batches handed out so far, all
+  /// ranks together (a batch counts once read, as a full per-rank batch).
+  LoaderPosition position() const {
+    std::uint64_t local = progress_->consumed;
+    if (progress_->epoch_size) local = std::min<std::uint64_t>(local, *progress_->epoch_size);
+    return {progress_->epoch, local * std::uint64_t(progress_->replicas)};
+  }
+  /// The shared position state (what a Checkpoint saves).
+  const std::shared_ptr<detail::LoaderProgress>& progress() const noexcept { return progress_; }
 
   /// The options after ignite's adaptation (per-rank batch size and workers, resolved pin_memory).
   const DataLoaderOptions& options() const noexcept { return options_; }
@@ -169,6 +212,7 @@ class DataLoader {
  private:
   std::shared_ptr<EpochSampler> sampler_;
   DataLoaderOptions options_;
+  std::shared_ptr<detail::LoaderProgress> progress_;
   std::unique_ptr<Inner> inner_;
 };
 
@@ -202,7 +246,7 @@ requires(!detail::StreamDataset<Dataset>) DataLoader<Dataset> auto_dataloader(Da
   resolved.sampler = sampler;
   log_info(detail::kAutoDataloaderLogger,
            detail::describe_loader(detail::short_type_name(typeid(Dataset)), resolved, detail::sampler_name(*sampler)));
-  return DataLoader<Dataset>(std::move(dataset), std::move(sampler), std::move(resolved));
+  return DataLoader<Dataset>(std::move(dataset), std::move(sampler), std::move(resolved), ws);
 }
 
 }  // namespace idist

@@ -21,14 +21,10 @@
 #include <vector>
 
 #include <ATen/ATen.h>
-#include <ATen/CPUGeneratorImpl.h>
 #include <torch/data/samplers/base.h>
 #include <torch/data/samplers/distributed.h>
 #include <torch/serialize/archive.h>
-#include <torch/utils.h>
 
-#include "idist/context.hpp"
-#include "idist/detail/format.hpp"
 #include "idist/error.hpp"
 
 namespace idist {
@@ -53,46 +49,22 @@ struct IndexCursor {
   std::vector<std::size_t> indices;
   std::size_t pos = 0;
 
-  torch::optional<std::vector<std::size_t>> next(std::size_t batch_size) {
-    if (pos >= indices.size() || batch_size == 0) return torch::nullopt;
-    const std::size_t n = std::min(batch_size, indices.size() - pos);
-    std::vector<std::size_t> out(indices.begin() + std::ptrdiff_t(pos), indices.begin() + std::ptrdiff_t(pos + n));
-    pos += n;
-    return out;
-  }
+  /// The next at most `batch_size` indices; nullopt at the end (or for batch_size 0).
+  torch::optional<std::vector<std::size_t>> next(std::size_t batch_size);
 };
 
 /// Resolves num_replicas / rank defaults (world size / rank of idist) and checks them.
 /// @throws ValueError "Invalid rank R, rank should be in the interval [0, N-1]" (torch's words).
-inline std::pair<int, int> replicas_and_rank(std::optional<int> num_replicas, std::optional<int> rank,
-                                             const char* who) {
-  const int n = num_replicas.value_or(get_world_size());
-  const int r = rank.value_or(get_rank());
-  if (n < 1) throw ValueError(format_message("{}: num_replicas should be a positive integer, but given {}", who, n));
-  if (r < 0 || r >= n)
-    throw ValueError(format_message("{}: Invalid rank {}, rank should be in the interval [0, {}]", who, r, n - 1));
-  return {n, r};
-}
+std::pair<int, int> replicas_and_rank(std::optional<int> num_replicas, std::optional<int> rank, const char* who);
 
 /// Draws every index `sampler` yields in one pass (reset, then next() until exhausted).
-inline std::vector<std::size_t> draw_all(torch::data::samplers::Sampler<>& sampler) {
-  std::vector<std::size_t> out;
-  sampler.reset(torch::nullopt);
-  while (auto batch = sampler.next(4096)) out.insert(out.end(), batch->begin(), batch->end());
-  return out;
-}
+std::vector<std::size_t> draw_all(torch::data::samplers::Sampler<>& sampler);
 
-inline void save_cursor(torch::serialize::OutputArchive& archive, std::uint64_t epoch, std::size_t pos) {
-  archive.write("idist_epoch", c10::IValue(std::int64_t(epoch)));
-  archive.write("idist_position", c10::IValue(std::int64_t(pos)));
-}
+/// Writes a sampler's epoch and position within it (LibTorch's Sampler::save protocol).
+void save_cursor(torch::serialize::OutputArchive& archive, std::uint64_t epoch, std::size_t pos);
 
-inline std::pair<std::uint64_t, std::size_t> load_cursor(torch::serialize::InputArchive& archive) {
-  c10::IValue epoch, pos;
-  archive.read("idist_epoch", epoch);
-  archive.read("idist_position", pos);
-  return {std::uint64_t(epoch.toInt()), std::size_t(pos.toInt())};
-}
+/// Reads what save_cursor() wrote: the epoch and the position.
+std::pair<std::uint64_t, std::size_t> load_cursor(torch::serialize::InputArchive& archive);
 
 }  // namespace detail
 
@@ -105,7 +77,7 @@ namespace detail {
 /// DistributedProxySampler, LibTorch's DistributedRandomSampler / DistributedSequentialSampler
 /// (ignite's isinstance(sampler, DistributedSampler)). Any other sampler, a user's EpochSampler
 /// included, is not.
-inline bool is_distributed_sampler(const torch::data::samplers::Sampler<>* s);
+bool is_distributed_sampler(const torch::data::samplers::Sampler<>* s);
 
 /// What the two distributed samplers share: the rank's place among num_replicas, the epoch, and a
 /// cursor over this epoch's indices that reset() fills, next() walks and save() / load() persist.
@@ -176,21 +148,14 @@ class DistributedSampler : public detail::ShardedEpochSampler {
   std::optional<std::size_t> size() const override { return num_samples(); }
 
   /// Indices per rank and epoch (torch's num_samples).
-  std::size_t num_samples() const {
-    const std::size_t n = std::size_t(num_replicas_);
-    if (drop_last_ && dataset_size_ % n != 0) return dataset_size_ / n;  // == ceil((size - n) / n)
-    return (dataset_size_ + n - 1) / n;
-  }
+  std::size_t num_samples() const;
   /// num_samples() * num_replicas (torch's total_size).
   std::size_t total_size() const { return num_samples() * std::size_t(num_replicas_); }
   /// How many of this rank's indices are not padding: the first unpadded_size() of indices().
   /// Rank r's j-th index sits at position j * num_replicas + r of the padded list, so only its last
   /// index can be a repeat. Evaluation counting every example exactly once reads only these (without
   /// drop_last, the unpadded sizes of all ranks add up to the dataset size).
-  std::size_t unpadded_size() const {
-    const std::size_t n = std::min(dataset_size_, total_size()), r = std::size_t(rank_);
-    return n > r ? (n - r + std::size_t(num_replicas_) - 1) / std::size_t(num_replicas_) : 0;
-  }
+  std::size_t unpadded_size() const;
   /// Whether each epoch is a seeded permutation.
   bool shuffle() const noexcept { return shuffle_; }
   /// Base of the shuffle's seed.
@@ -199,33 +164,10 @@ class DistributedSampler : public detail::ShardedEpochSampler {
   bool drop_last() const noexcept { return drop_last_; }
 
   /// This rank's indices for the current epoch, in order (what one epoch of next() yields).
-  std::vector<std::size_t> indices() const {
-    std::vector<std::size_t> all(dataset_size_);
-    if (shuffle_) {
-      at::Generator gen = at::detail::createCPUGenerator(seed_ + epoch_);
-      const at::Tensor perm = at::randperm(std::int64_t(dataset_size_), gen, at::kLong);
-      const std::int64_t* p = perm.data_ptr<std::int64_t>();
-      for (std::size_t i = 0; i < dataset_size_; ++i) all[i] = std::size_t(p[i]);
-    } else {
-      for (std::size_t i = 0; i < dataset_size_; ++i) all[i] = i;
-    }
-    const std::size_t total = total_size();
-    if (all.size() < total && !all.empty()) {
-      const std::size_t n = all.size();
-      for (std::size_t i = 0; all.size() < total; ++i) all.push_back(all[i % n]);  // pad by repetition
-    }
-    all.resize(std::min(all.size(), total));
-    std::vector<std::size_t> mine;
-    mine.reserve(num_samples());
-    for (std::size_t i = std::size_t(rank_); i < all.size(); i += std::size_t(num_replicas_)) mine.push_back(all[i]);
-    return mine;
-  }
+  std::vector<std::size_t> indices() const;
 
   /// Starts an epoch: computes this rank's indices. `new_size` replaces the dataset size.
-  void reset(torch::optional<std::size_t> new_size = torch::nullopt) override {
-    if (new_size) dataset_size_ = *new_size;
-    cursor_ = {indices(), 0};
-  }
+  void reset(torch::optional<std::size_t> new_size = torch::nullopt) override;
 
  private:
   std::size_t dataset_size_;
@@ -244,31 +186,13 @@ class WeightedRandomSampler : public torch::data::samplers::Sampler<> {
   ///         with a positive sum, num_samples == 0, or num_samples > weights.numel() without
   ///         replacement.
   WeightedRandomSampler(const at::Tensor& weights, std::size_t num_samples, bool replacement = true,
-                        std::optional<at::Generator> generator = std::nullopt)
-      : num_samples_(num_samples), replacement_(replacement), generator_(std::move(generator)) {
-    if (!weights.defined() || weights.dim() != 1 || weights.numel() == 0)
-      throw ValueError("WeightedRandomSampler: weights should be a non-empty 1-D tensor");
-    weights_ = weights.detach().to(at::kCPU, at::kDouble).contiguous();
-    if ((weights_ < 0).any().item<bool>() || !(weights_.sum().item<double>() > 0))
-      throw ValueError("WeightedRandomSampler: weights should be non-negative with a positive sum");
-    if (num_samples == 0)
-      throw ValueError("WeightedRandomSampler: num_samples should be a positive integer value, but got num_samples=0");
-    if (!replacement && num_samples > std::size_t(weights_.numel()))
-      throw ValueError(detail::format_message(
-          "WeightedRandomSampler: num_samples={} exceeds the {} weights, which is only possible with replacement",
-          num_samples, weights_.numel()));
-  }
+                        std::optional<at::Generator> generator = std::nullopt);
 
   /// Number of indices one epoch yields.
   std::size_t size() const noexcept { return num_samples_; }
 
   /// Draws the indices of a new epoch.
-  void reset(torch::optional<std::size_t> /*new_size*/ = torch::nullopt) override {
-    const at::Tensor drawn = at::multinomial(weights_, std::int64_t(num_samples_), replacement_,
-                                             generator_ ? c10::optional<at::Generator>(*generator_) : c10::nullopt);
-    const std::int64_t* p = drawn.data_ptr<std::int64_t>();
-    cursor_ = {std::vector<std::size_t>(p, p + drawn.numel()), 0};
-  }
+  void reset(torch::optional<std::size_t> new_size = torch::nullopt) override;
   /// The next at most `batch_size` indices of this epoch; nullopt when it is exhausted.
   torch::optional<std::vector<std::size_t>> next(std::size_t batch_size) override { return cursor_.next(batch_size); }
   /// Writes the position within the epoch.
@@ -299,13 +223,7 @@ class DistributedProxySampler : public detail::ShardedEpochSampler {
   /// @throws ValueError for a null or already distributed sampler (detail::is_distributed_sampler),
   ///         num_replicas < 1, or rank outside [0, num_replicas - 1].
   DistributedProxySampler(std::shared_ptr<torch::data::samplers::Sampler<>> sampler,
-                          std::optional<int> num_replicas = std::nullopt, std::optional<int> rank = std::nullopt)
-      : ShardedEpochSampler(num_replicas, rank, "DistributedProxySampler"), sampler_(std::move(sampler)) {
-    if (!sampler_) throw ValueError("DistributedProxySampler: Argument sampler should be a sampler, but given null");
-    if (detail::is_distributed_sampler(sampler_.get()))
-      throw ValueError("DistributedProxySampler: Argument sampler must not be a distributed sampler already");
-    if (auto* w = dynamic_cast<WeightedRandomSampler*>(sampler_.get())) set_length(w->size());
-  }
+                          std::optional<int> num_replicas = std::nullopt, std::optional<int> rank = std::nullopt);
 
   /// Wraps a copy of `sampler` (any torch::data::samplers::Sampler<> subclass that is not distributed).
   template <class S>
@@ -325,39 +243,13 @@ class DistributedProxySampler : public detail::ShardedEpochSampler {
   const std::shared_ptr<torch::data::samplers::Sampler<>>& sampler() const noexcept { return sampler_; }
 
   /// Draws this rank's indices for the current epoch (seeds the global generator with it).
-  void reset(torch::optional<std::size_t> /*new_size*/ = torch::nullopt) override {
-    torch::manual_seed(epoch_);
-    std::vector<std::size_t> all = detail::draw_all(*sampler_);
-    set_length(all.size());
-    const std::size_t total = *num_samples_ * std::size_t(num_replicas_);
-    while (!all.empty() && all.size() < total) {
-      std::vector<std::size_t> more = detail::draw_all(*sampler_);
-      if (more.empty()) break;
-      all.insert(all.end(), more.begin(), more.end());
-    }
-    all.resize(std::min(all.size(), total));
-    std::vector<std::size_t> mine;
-    for (std::size_t i = std::size_t(rank_); i < all.size(); i += std::size_t(num_replicas_)) mine.push_back(all[i]);
-    cursor_ = {std::move(mine), 0};
-  }
+  void reset(torch::optional<std::size_t> new_size = torch::nullopt) override;
 
  private:
-  void set_length(std::size_t len) {
-    const std::size_t n = std::size_t(num_replicas_);
-    num_samples_ = (len + n - 1) / n;
-  }
+  void set_length(std::size_t len);
 
   std::shared_ptr<torch::data::samplers::Sampler<>> sampler_;
   std::optional<std::size_t> num_samples_;
 };
-
-namespace detail {
-
-inline bool is_distributed_sampler(const torch::data::samplers::Sampler<>* s) {
-  return dynamic_cast<const DistributedSampler*>(s) || dynamic_cast<const DistributedProxySampler*>(s) ||
-         dynamic_cast<const torch::data::samplers::DistributedSampler<>*>(s);
-}
-
-}  // namespace detail
 
 }  // namespace idist

@@ -1,0 +1,197 @@
+// idist::ZeroRedundancyOptimizer (see include/idist/torch/zero.hpp): construction, step and the
+// consolidated state; the collectives are in shard_comm, the parameter buffer in shard_layout.
+#include <exception>
+#include <unordered_map>
+#include <utility>
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <c10/util/Exception.h>
+#include <fmt/format.h>
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
+
+#include "idist/error.hpp"
+#include "idist/logging.hpp"
+#include "idist/torch/zero.hpp"
+#include "torch/zero/archive_io.hpp"
+#include "torch/zero/checks.hpp"
+#include "torch/zero/state_archive.hpp"
+#include "torch/zero/zero_impl.hpp"
+
+namespace idist {
+
+namespace detail {
+
+namespace {
+
+constexpr const char* kWhat = "ZeroRedundancyOptimizer";
+
+// Raises, on every member, the problem of this member or else of the first member that has one.
+void agree(const ShardComm& comm, const std::string& problem, const std::string& what) {
+  if (std::string e = first_problem(comm.all_gather(problem), comm.rank(), what); !e.empty()) throw ValueError(e);
+}
+
+// An exception's message for another rank's error text (c10's without its backtrace).
+std::string message_of(const std::exception& e) {
+  if (const auto* c = dynamic_cast<const c10::Error*>(&e)) return c->what_without_backtrace();
+  return e.what();
+}
+
+void consolidate(ZeroImpl& z, int to, const std::string& what) {
+  if (to < 0 || to >= z.comm.size())
+    throw ValueError(fmt::format("{}: to is {}; expected a group rank in [0, {})", what, to, z.comm.size()));
+  std::string bytes;
+  std::string problem;
+  try {
+    bytes = member_archive(*z.local, z.local_order());
+  } catch (const std::exception& e) {
+    problem = fmt::format("its local optimizer cannot be saved: {}", message_of(e));
+  }
+  agree(z.comm, problem, what);
+  z.consolidated = z.comm.gather(bytes, to);
+}
+
+std::vector<std::int64_t> numels_of(const std::vector<at::Tensor>& params) {
+  std::vector<std::int64_t> n;
+  n.reserve(params.size());
+  for (const at::Tensor& p : params) n.push_back(p.numel());
+  return n;
+}
+
+}  // namespace
+
+ZeroImpl::ZeroImpl(std::vector<at::Tensor> ps, const ZeroRedundancyOptimizer::Factory& factory,
+                   ZeroRedundancyOptimizerOptions options)
+    : params(std::move(ps)), comm(std::move(options.group)) {
+  // One exchange: each member's own problem or its parameters' shapes, so that every member raises
+  // the same error before anything depends on the partition.
+  const std::string problem = param_problem(params, bool(factory));
+  if (std::string e = signature_error(comm.all_gather(param_signature(params, problem)), comm.rank()); !e.empty())
+    throw ValueError(e);
+
+  owners = zero_partition(numels_of(params), comm.size());
+  std::vector<at::Tensor> shard;
+  for (std::size_t i = 0; i < params.size(); ++i)
+    if (owners[i] == comm.rank()) shard.push_back(params[i]);
+  std::string made;
+  try {
+    local = factory(shard);
+    made = local_optimizer_problem(local.get(), shard);
+  } catch (const std::exception& e) {
+    made = fmt::format("the factory threw: {}", message_of(e));
+  } catch (...) {
+    made = "the factory threw an exception that is not a std::exception";
+  }
+  agree(comm, made, kWhat);
+  if (comm.size() > 1) layout.emplace(params, owners, comm.rank(), comm.size(), options.parameters_as_bucket_view);
+}
+
+void ZeroImpl::prepare_step() {
+  if (!layout || !layout->trainability_changed()) return;
+  log_warning("distributed.optim.zero_redundancy_optimizer",
+              "ZeroRedundancyOptimizer: the parameters requiring a gradient changed; rebuilding the parameter buffer "
+              "(every member must make the same change)");
+  layout->rebuild();
+}
+
+void ZeroImpl::publish() {
+  if (!layout || layout->total() == 0) return;
+  at::NoGradGuard no_grad;
+  layout->pack();
+  comm.publish(layout->send(), layout->flat(), layout->counts(), layout->equal_counts());
+  layout->unpack();
+}
+
+std::vector<std::int64_t> ZeroImpl::local_order() const {
+  std::unordered_map<const void*, std::int64_t> index;
+  for (std::size_t i = 0; i < params.size(); ++i) index.emplace(params[i].unsafeGetTensorImpl(), std::int64_t(i));
+  std::vector<std::int64_t> order;
+  for (const auto& group : local->param_groups())
+    for (const at::Tensor& p : group.params()) order.push_back(index.at(p.unsafeGetTensorImpl()));
+  return order;
+}
+
+}  // namespace detail
+
+ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<torch::Tensor> params, Factory factory,
+                                                 ZeroRedundancyOptimizerOptions options)
+    : ZeroRedundancyOptimizer(std::make_unique<detail::ZeroImpl>(std::move(params), factory, std::move(options))) {}
+
+// The exposed parameter group holds every parameter, with the local optimizer's options.
+ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::unique_ptr<detail::ZeroImpl> impl)
+    : torch::optim::Optimizer(impl->params, impl->local->param_groups().front().options().clone()),
+      impl_(std::move(impl)) {}
+
+ZeroRedundancyOptimizer::~ZeroRedundancyOptimizer() = default;
+ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(ZeroRedundancyOptimizer&&) noexcept = default;
+
+torch::Tensor ZeroRedundancyOptimizer::step(LossClosure closure) {
+  if (param_groups_.size() != 1)
+    throw ValueError(fmt::format(
+        "ZeroRedundancyOptimizer::step: the optimizer has {} parameter groups; expected the one made at construction "
+        "(add_param_group is not supported)",
+        param_groups_.size()));
+  auto& local_groups = impl_->local->param_groups();
+  if (local_groups.size() == 1) local_groups.front().set_options(param_groups_.front().options().clone());
+  impl_->prepare_step();
+  torch::Tensor loss = impl_->local->step(std::move(closure));
+  impl_->publish();
+  return loss;
+}
+
+torch::optim::Optimizer& ZeroRedundancyOptimizer::local_optimizer() noexcept { return *impl_->local; }
+const torch::optim::Optimizer& ZeroRedundancyOptimizer::local_optimizer() const noexcept { return *impl_->local; }
+const std::vector<int>& ZeroRedundancyOptimizer::owners() const noexcept { return impl_->owners; }
+const Group& ZeroRedundancyOptimizer::group() const noexcept { return impl_->comm.group(); }
+
+void ZeroRedundancyOptimizer::consolidate_state_dict(int to) {
+  detail::consolidate(*impl_, to, "ZeroRedundancyOptimizer::consolidate_state_dict");
+}
+
+void ZeroRedundancyOptimizer::save_consolidated(torch::serialize::OutputArchive& archive) const {
+  if (impl_->consolidated.empty())
+    throw ValueError(
+        fmt::format("ZeroRedundancyOptimizer::save_consolidated: group rank {0} holds no consolidated state; call "
+                    "consolidate_state_dict({0}) on every member first",
+                    impl_->comm.rank()));
+  detail::write_consolidated(archive, impl_->consolidated, param_groups_.front().options(),
+                             detail::numels_of(impl_->params));
+}
+
+void ZeroRedundancyOptimizer::save(torch::serialize::OutputArchive& archive) const { save(archive, 0); }
+
+void ZeroRedundancyOptimizer::save(torch::serialize::OutputArchive& archive, int to) const {
+  detail::consolidate(*impl_, to, "ZeroRedundancyOptimizer::save");
+  if (impl_->comm.rank() != to) {
+    detail::write_stub(archive, to);
+    return;
+  }
+  save_consolidated(archive);
+  impl_->consolidated.clear();
+}
+
+void ZeroRedundancyOptimizer::load(torch::serialize::InputArchive& archive) {
+  detail::ZeroImpl& z = *impl_;
+  const char* what = "ZeroRedundancyOptimizer::load";
+  std::string bytes;
+  std::string problem;
+  try {
+    bytes = detail::shard_archive(archive, *z.local, z.local_order(), z.params);
+  } catch (const ValueError& e) {
+    problem = e.what();
+  } catch (const std::exception& e) {
+    problem = fmt::format("the archive is not an optimizer state it can read: {}", detail::message_of(e));
+  }
+  detail::agree(z.comm, problem, what);
+  try {
+    torch::serialize::InputArchive shard;
+    detail::load_archive(shard, bytes);
+    z.local->load(shard);
+  } catch (const std::exception& e) {
+    problem = fmt::format("the local optimizer cannot load its shard's state: {}", detail::message_of(e));
+  }
+  detail::agree(z.comm, problem, what);
+}
+
+}  // namespace idist

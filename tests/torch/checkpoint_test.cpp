@@ -1,0 +1,499 @@
+// idist::Checkpoint at any world size (serial, mpirun, gloo): round trips of modules (parameters and
+// buffers), optimizers (SGD momentum, Adam moments and steps), loaders (mid-epoch), user values and
+// generator states; retention; torn and corrupt files; bad input raised on every rank; ranks other
+// than the saving one given a directory that does not exist.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "idist/idist.hpp"
+#include "support/error_message.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using idist::Checkpoint;
+using idist::CheckpointOptions;
+
+int rank() { return idist::get_rank(); }
+int ws() { return idist::get_world_size(); }
+
+// A directory rank 0 creates (and removes); every other rank gets a path that does not exist, as
+// on a node that does not share rank 0's file system.
+struct SharedDir {
+  fs::path path;
+  SharedDir() {
+    if (rank() == 0) {
+      char tmpl[] = "/tmp/idist-ckpt-test-XXXXXX";
+      path = ::mkdtemp(tmpl);
+    } else {
+      path = "/nonexistent/idist-ckpt-test";
+    }
+  }
+  ~SharedDir() {
+    std::error_code ec;
+    if (rank() == 0) fs::remove_all(path, ec);
+  }
+  std::vector<std::string> files() const {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(path)) out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+};
+
+// A module with parameters, buffers (batch norm) and a submodule.
+struct Net : torch::nn::Module {
+  Net()
+      : fc(register_module("fc", torch::nn::Linear(4, 3))),
+        bn(register_module("bn", torch::nn::BatchNorm1d(3))),
+        head(register_module("head", torch::nn::Sequential(torch::nn::Linear(3, 2)))) {}
+  torch::Tensor forward(const torch::Tensor& x) { return head->forward(bn->forward(fc->forward(x))); }
+  torch::nn::Linear fc;
+  torch::nn::BatchNorm1d bn;
+  torch::nn::Sequential head;
+};
+
+void train_steps(Net& net, torch::optim::Optimizer& opt, int steps, int seed) {
+  torch::manual_seed(seed);
+  for (int i = 0; i < steps; ++i) {
+    const auto x = torch::randn({8, 4});
+    opt.zero_grad();
+    net.forward(x).pow(2).mean().backward();
+    opt.step();
+  }
+}
+
+void expect_same_state(const torch::nn::Module& a, const torch::nn::Module& b) {
+  const auto pa = a.named_parameters(), pb = b.named_parameters();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (const auto& p : pa) EXPECT_TRUE(torch::equal(p.value(), pb[p.key()])) << p.key();
+  const auto ba = a.named_buffers(), bb = b.named_buffers();
+  ASSERT_EQ(ba.size(), bb.size());
+  for (const auto& p : ba) EXPECT_TRUE(torch::equal(p.value(), bb[p.key()])) << p.key();
+}
+
+// Saving after some steps and loading into fresh objects continues exactly: one more step on both
+// gives the same weights, which needs the optimizer's state (momentum, moments, step counts).
+template <class Opt, class Options>
+void round_trip(Options options) {
+  SharedDir dir;
+  torch::manual_seed(1);
+  auto net = std::make_shared<Net>();
+  auto opt = std::make_shared<Opt>(net->parameters(), options);
+  train_steps(*net, *opt, 3, 2);
+  {
+    Checkpoint ckpt(dir.path, {{"model", net}, {"optimizer", opt}});
+    ckpt.save({.epoch = 1, .iteration = 3});
+    ckpt.wait();
+  }
+  torch::manual_seed(99);
+  auto net2 = std::make_shared<Net>();
+  auto opt2 = std::make_shared<Opt>(net2->parameters(), options);
+  Checkpoint ckpt(dir.path, {{"model", net2}, {"optimizer", opt2}}, {.require_empty = false});
+  const auto loaded = ckpt.load_latest();
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(loaded->iteration, 3u);
+  EXPECT_EQ(loaded->epoch, 1u);
+  EXPECT_EQ(loaded->world_size, ws());
+  EXPECT_EQ(loaded->path.filename(), "checkpoint_3.pt");
+  expect_same_state(*net, *net2);
+  train_steps(*net, *opt, 2, 5);
+  train_steps(*net2, *opt2, 2, 5);
+  expect_same_state(*net, *net2);
+}
+
+TEST(Checkpoint, SgdWithMomentumRoundTrips) {
+  round_trip<torch::optim::SGD>(torch::optim::SGDOptions(0.1).momentum(0.9));
+}
+
+TEST(Checkpoint, AdamRoundTrips) { round_trip<torch::optim::Adam>(torch::optim::AdamOptions(0.01).amsgrad(true)); }
+
+TEST(Checkpoint, LoadsByCopyIntoTheModulesTensors) {
+  SharedDir dir;
+  auto net = std::make_shared<Net>();
+  Checkpoint ckpt(dir.path, {{"model", net}});
+  ckpt.save({.iteration = 1});
+  const void* before = net->fc->weight.data_ptr();
+  torch::NoGradGuard no_grad;
+  net->fc->weight.zero_();
+  ASSERT_TRUE(ckpt.load_latest().has_value());
+  EXPECT_EQ(net->fc->weight.data_ptr(), before);
+  EXPECT_GT(net->fc->weight.abs().sum().item<double>(), 0.0);
+}
+
+// save() copies the state before it returns: what training changes while the background write runs
+// is not in the file.
+TEST(Checkpoint, SavesTheStateOfTheCallNotOfTheWrite) {
+  SharedDir dir;
+  auto model = std::make_shared<torch::nn::LinearImpl>(2048, 2048);  // 16 MiB: the write takes a while
+  auto opt = std::make_shared<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  model->weight.mutable_grad() = torch::ones_like(model->weight);
+  model->bias.mutable_grad() = torch::ones_like(model->bias);
+  opt->step();
+  const auto weight = model->weight.detach().clone();
+  Checkpoint ckpt(dir.path, {{"model", model}, {"optimizer", opt}});
+  ckpt.save({.iteration = 1});
+  opt->step();  // changes the weights and the momentum buffers in place
+  {
+    torch::NoGradGuard no_grad;
+    model->weight.fill_(123);
+  }
+  ckpt.wait();
+  auto fresh = std::make_shared<torch::nn::LinearImpl>(2048, 2048);
+  auto fresh_opt =
+      std::make_shared<torch::optim::SGD>(fresh->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  Checkpoint reader(dir.path, {{"model", fresh}, {"optimizer", fresh_opt}}, {.require_empty = false});
+  ASSERT_TRUE(reader.load_latest().has_value());
+  EXPECT_TRUE(torch::equal(fresh->weight, weight));
+  for (const auto& [key, state] : fresh_opt->state()) {
+    const auto& buf = static_cast<const torch::optim::SGDParamState&>(*state).momentum_buffer();
+    EXPECT_TRUE(torch::equal(buf, torch::ones_like(buf))) << "the first step's momentum";
+  }
+}
+
+// A save that crashed before its rename leaves a temporary file: it is never loaded, and the next
+// Checkpoint on the directory removes it.
+TEST(Checkpoint, TemporaryFileOfACrashedSaveIsIgnoredAndRemoved) {
+  SharedDir dir;
+  auto net = std::make_shared<Net>();
+  {
+    Checkpoint ckpt(dir.path, {{"model", net}});
+    ckpt.save({.iteration = 20});
+  }
+  const fs::path leftover = dir.path / ".model_30.pt.4242.0.tmp";
+  if (rank() == 0) std::ofstream(leftover) << "half a checkpoint";
+  testing::internal::CaptureStderr();
+  Checkpoint ckpt(dir.path, {{"model", net}}, {.require_empty = false});
+  const auto loaded = ckpt.load_latest();
+  const std::string err = testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(loaded->iteration, 20u);
+  EXPECT_EQ(err.find("WARNING"), std::string::npos) << err;
+  if (rank() == 0) {
+    EXPECT_FALSE(fs::exists(leftover));
+    EXPECT_EQ(dir.files(), std::vector<std::string>{"model_20.pt"});
+  }
+}
+
+TEST(Checkpoint, UserValuesAndGeneratorStateRoundTrip) {
+  SharedDir dir;
+  auto net = std::make_shared<Net>();
+  Checkpoint ckpt(dir.path, {{"model", net}}, {.map_location = torch::kCPU});
+  torch::manual_seed(1234 + rank());  // each rank its own stream
+  ckpt.save({.epoch = 7,
+             .iteration = 70,
+             .values = {{"count", std::int64_t(-5)},
+                        {"best", 0.25},
+                        {"name", std::string("résumé")},
+                        {"histogram", torch::arange(6, torch::kFloat).reshape({2, 3})}}});
+  const auto expected = torch::rand({5});  // what the generator gives after the save
+  torch::manual_seed(0);
+  const auto loaded = ckpt.load_latest();
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_TRUE(torch::equal(torch::rand({5}), expected)) << "rank " << rank() << "'s generator state";
+  EXPECT_EQ(loaded->epoch, 7u);
+  EXPECT_EQ(loaded->value<std::int64_t>("count"), -5);
+  EXPECT_EQ(loaded->value<double>("best"), 0.25);
+  EXPECT_EQ(loaded->value<std::string>("name"), "résumé");
+  EXPECT_TRUE(torch::equal(loaded->value<torch::Tensor>("histogram"), torch::arange(6, torch::kFloat).reshape({2, 3})));
+  EXPECT_NE(idist::test::message_of([&] { loaded->value<double>("count"); }).find("'count'"), std::string::npos);
+  EXPECT_NE(idist::test::message_of([&] { loaded->value<double>("missing"); }).find("no user value 'missing'"),
+            std::string::npos);
+}
+
+TEST(Checkpoint, EmptyDirectoryLoadsNothing) {
+  SharedDir dir;
+  auto net = std::make_shared<Net>();
+  Checkpoint ckpt(dir.path / "new" / "sub", {{"model", net}});
+  EXPECT_FALSE(ckpt.load_latest().has_value());
+  EXPECT_FALSE(ckpt.last_checkpoint().has_value());
+  if (rank() == 0) {
+    EXPECT_TRUE(fs::is_directory(dir.path / "new" / "sub"));  // create_dir
+  }
+}
+
+TEST(Checkpoint, KeepsNSavedAndNamesFilesAsIgnite) {
+  SharedDir dir;
+  auto net = std::make_shared<Net>();
+  auto opt = std::make_shared<torch::optim::SGD>(net->parameters(), 0.1);
+  Checkpoint ckpt(dir.path, {{"model", net}, {"optimizer", opt}}, {.filename_prefix = "run", .n_saved = 2});
+  for (std::uint64_t it : {100, 200, 300, 300, 400}) ckpt.save({.iteration = it});
+  ckpt.wait();
+  EXPECT_EQ(ckpt.last_checkpoint()->filename(), "run_checkpoint_400.pt");
+  if (rank() == 0) {
+    EXPECT_EQ(dir.files(), (std::vector<std::string>{"run_checkpoint_300.pt", "run_checkpoint_400.pt"}));
+  }
+  // One item: the file takes its name (ignite's rule); n_saved = nullopt keeps everything.
+  Checkpoint single(dir.path, {{"weights", net}}, {.n_saved = std::nullopt, .require_empty = false});
+  for (std::uint64_t it : {1, 2, 3}) single.save({.iteration = it});
+  single.wait();
+  if (rank() == 0) {
+    EXPECT_EQ(dir.files().size(), 5u);
+  }
+  if (rank() == 0) {
+    EXPECT_TRUE(fs::exists(dir.path / "weights_1.pt"));
+  }
+}
+
+// Damages rank 0's newest file `name` with `damage`.
+void damage_file(const fs::path& file, const std::function<void(std::fstream&, std::uintmax_t)>& damage) {
+  if (rank() != 0) return;
+  const auto size = fs::file_size(file);
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  damage(f, size);
+}
+
+void torn_newest_falls_back(const std::function<void(const fs::path&)>& tear, const char* reason) {
+  SharedDir dir;
+  auto net = std::make_shared<Net>();
+  Checkpoint ckpt(dir.path, {{"model", net}}, {.n_saved = 3});
+  ckpt.save({.iteration = 10, .values = {{"tag", std::string("good")}}});
+  ckpt.save({.iteration = 20, .values = {{"tag", std::string("torn")}}});
+  ckpt.wait();
+  if (rank() == 0) tear(dir.path / "model_20.pt");
+  testing::internal::CaptureStderr();
+  const auto loaded = ckpt.load_latest();
+  const std::string err = testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(loaded->iteration, 10u);
+  EXPECT_EQ(loaded->value<std::string>("tag"), "good");
+  if (rank() == 0) {
+    EXPECT_NE(err.find("WARNING"), std::string::npos) << err;
+    EXPECT_NE(err.find("model_20.pt"), std::string::npos) << err;
+    EXPECT_NE(err.find(reason), std::string::npos) << err;
+    EXPECT_NE(err.find("falling back"), std::string::npos) << err;
+  }
+}
+
+TEST(Checkpoint, TruncatedNewestFallsBackToThePrevious) {
+  torn_newest_falls_back([](const fs::path& f) { fs::resize_file(f, fs::file_size(f) / 2); }, "truncated");
+}
+
+TEST(Checkpoint, CorruptNewestFallsBackToThePrevious) {
+  torn_newest_falls_back(
+      [](const fs::path& f) {
+        damage_file(f, [](std::fstream& s, std::uintmax_t size) {
+          s.seekg(std::streamoff(size / 2));
+          const char c = char(s.get());
+          s.seekp(std::streamoff(size / 2));
+          s.put(char(c ^ 0x10));
+        });
+      },
+      "checksum");
+}
+
+TEST(Checkpoint, NoReadableCheckpointIsAnErrorOnEveryRank) {
+  SharedDir dir;
+  auto net = std::make_shared<Net>();
+  Checkpoint ckpt(dir.path, {{"model", net}});
+  ckpt.save({.iteration = 5});
+  ckpt.wait();
+  if (rank() == 0) fs::resize_file(dir.path / "model_5.pt", 10);
+  testing::internal::CaptureStderr();
+  const std::string msg = idist::test::message_of([&] { ckpt.load_latest(); });
+  testing::internal::GetCapturedStderr();
+  EXPECT_NE(msg.find("none of the 1 checkpoints"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("model_5.pt"), std::string::npos) << msg;
+}
+
+TEST(Checkpoint, BadArgumentsRaiseOnEveryRank) {
+  SharedDir dir;
+  auto net = std::make_shared<Net>();
+  using idist::test::message_of;
+  EXPECT_NE(message_of([&] { Checkpoint(dir.path, {}); }).find("to_save is empty"), std::string::npos);
+  EXPECT_NE(message_of([&] {
+              Checkpoint(dir.path, {{"m", net}, {"m", net}});
+            }).find("two items are named 'm'"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { Checkpoint(dir.path, {{"", net}}); }).find("non-empty name"), std::string::npos);
+  EXPECT_NE(message_of([&] { Checkpoint(dir.path, {{"a/b", net}}); }).find("no '/'"), std::string::npos);
+  EXPECT_NE(message_of([&] { Checkpoint(dir.path, {{"m", net}}, {.n_saved = 0}); }).find("n_saved"), std::string::npos);
+  EXPECT_NE(message_of([&] {
+              Checkpoint(dir.path, {{"m", net}}, {.save_on_rank = ws()});
+            }).find("save_on_rank"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] {
+              Checkpoint(dir.path, {{"m", std::shared_ptr<Net>()}});
+            }).find("item 'm' is null"),
+            std::string::npos);
+  // What only the saving rank can see reaches every rank.
+  const std::string missing = message_of([&] { Checkpoint(dir.path / "absent", {{"m", net}}, {.create_dir = false}); });
+  EXPECT_NE(missing.find("is not found"), std::string::npos) << missing;
+  {
+    Checkpoint ckpt(dir.path, {{"m", net}});
+    ckpt.save({.iteration = 1});
+    ckpt.wait();
+  }
+  const std::string not_empty = message_of([&] { Checkpoint(dir.path, {{"m", net}}); });
+  EXPECT_NE(not_empty.find("m_1.pt"), std::string::npos) << not_empty;
+  EXPECT_NE(not_empty.find("require_empty"), std::string::npos) << not_empty;
+  Checkpoint ckpt(dir.path, {{"m", net}}, {.require_empty = false});
+  EXPECT_NE(message_of([&] { ckpt.save({.values = {{"", 1.0}}}); }).find("empty name"), std::string::npos);
+  // Checkpoints that do not fit the items: other parameter names, other shapes, a missing item.
+  auto other = std::make_shared<torch::nn::LinearImpl>(4, 5);
+  Checkpoint wrong_names(dir.path, {{"m", other}}, {.require_empty = false});
+  const std::string names = message_of([&] { wrong_names.load_latest(); });
+  EXPECT_NE(names.find("item 'm'"), std::string::npos) << names;
+  EXPECT_NE(names.find("weight"), std::string::npos) << names;
+  EXPECT_NE(names.find("are not in the file"), std::string::npos) << names;
+  auto lin = std::make_shared<torch::nn::LinearImpl>(4, 3);
+  Checkpoint lin_ckpt(dir.path, {{"lin", lin}}, {.require_empty = false});
+  lin_ckpt.save({.iteration = 2});
+  lin_ckpt.wait();  // the objects below read what it wrote
+  Checkpoint wrong_shape(dir.path, {{"lin", other}}, {.require_empty = false});
+  const std::string shape = message_of([&] { wrong_shape.load_latest(); });
+  EXPECT_NE(shape.find("'weight' is Float [3, 4] in the file, Float [5, 4] in the module"), std::string::npos) << shape;
+  Checkpoint two(dir.path, {{"a", net}, {"b", lin}}, {.require_empty = false});
+  two.save({.iteration = 3});
+  two.wait();
+  Checkpoint other_items(dir.path, {{"a", net}, {"c", lin}}, {.require_empty = false});
+  const std::string item = message_of([&] { other_items.load_latest(); });
+  EXPECT_NE(item.find("no item c (it holds a, b)"), std::string::npos) << item;
+}
+
+TEST(Checkpoint, AFailedWriteIsRaisedOnEveryRank) {
+  SharedDir dir;
+  auto net = std::make_shared<Net>();
+  for (bool background : {true, false}) {
+    Checkpoint ckpt(dir.path / (background ? "bg" : "fg"), {{"model", net}}, {.background_write = background});
+    std::error_code ec;
+    if (rank() == 0) fs::remove_all(dir.path / (background ? "bg" : "fg"), ec);  // the directory vanishes
+    std::string what;
+    try {
+      ckpt.save({.iteration = 1});
+      ckpt.wait();
+    } catch (const idist::Error& e) {
+      what = e.what();
+    }
+    EXPECT_NE(what.find("model_1.pt"), std::string::npos) << what;
+    EXPECT_NE(what.find("on rank 0"), std::string::npos) << what;
+  }
+}
+
+// save_on_rank: the last rank writes and reads; the others' directories stay untouched.
+TEST(Checkpoint, SaveOnAnotherRank) {
+  char tmpl[] = "/tmp/idist-ckpt-rank-XXXXXX";
+  const fs::path mine = ::mkdtemp(tmpl);
+  const int saver = ws() - 1;
+  auto net = std::make_shared<Net>();
+  {
+    Checkpoint ckpt(mine, {{"model", net}}, {.save_on_rank = saver});
+    ckpt.save({.iteration = 9, .values = {{"by", std::int64_t(rank())}}});
+    const auto loaded = ckpt.load_latest();
+    ASSERT_TRUE(loaded.has_value());
+    EXPECT_EQ(loaded->value<std::int64_t>("by"), std::int64_t(saver));
+    EXPECT_EQ(ckpt.dirname(), idist::broadcast(mine, saver));
+  }
+  EXPECT_EQ(fs::exists(mine / "model_9.pt"), rank() == saver);
+  fs::remove_all(mine);
+}
+
+// An object that saves itself: its save() runs on every rank (collectives allowed), load() too.
+struct Counter : idist::Checkpointable {
+  std::int64_t value = 0;
+  int saves = 0, loads = 0;
+  void save(torch::serialize::OutputArchive& a) override {
+    ++saves;
+    const std::int64_t total = idist::all_reduce(value);  // a collective inside
+    a.write("total", c10::IValue(total));
+  }
+  void load(torch::serialize::InputArchive& a) override {
+    ++loads;
+    c10::IValue v;
+    a.read("total", v);
+    value = v.toInt();
+  }
+};
+
+TEST(Checkpoint, ObjectsThatSaveThemselvesRunOnEveryRank) {
+  SharedDir dir;
+  auto counter = std::make_shared<Counter>();
+  counter->value = rank() + 1;
+  std::int64_t seen = 0;
+  Checkpoint ckpt(dir.path, {{"counter", counter},
+                             {"lambda", [&](torch::serialize::OutputArchive& a) { a.write("x", c10::IValue(42)); },
+                              [&](torch::serialize::InputArchive& a) {
+                                c10::IValue v;
+                                a.read("x", v);
+                                seen = v.toInt();
+                              }}});
+  ckpt.save({.iteration = 1});
+  EXPECT_EQ(counter->saves, 1);
+  ASSERT_TRUE(ckpt.load_latest().has_value());
+  EXPECT_EQ(counter->loads, 1);
+  EXPECT_EQ(counter->value, std::int64_t(ws() * (ws() + 1) / 2));
+  EXPECT_EQ(seen, 42);
+}
+
+// A dataset whose examples are their own index.
+auto index_dataset(std::int64_t n) {
+  return torch::data::datasets::TensorDataset(torch::arange(n, torch::kLong).reshape({n, 1}))
+      .map(torch::data::transforms::Stack<torch::data::TensorExample>());
+}
+using IndexLoader = idist::DataLoader<decltype(index_dataset(1))>;
+
+std::vector<std::int64_t> read_batches(IndexLoader& loader, std::size_t max_batches = SIZE_MAX) {
+  std::vector<std::int64_t> out;
+  std::size_t n = 0;
+  for (auto& batch : loader) {
+    for (std::int64_t i = 0; i < batch.data.size(0); ++i) out.push_back(batch.data[i][0].item<std::int64_t>());
+    if (++n == max_batches) break;
+  }
+  return out;
+}
+
+// A loader saved mid-epoch resumes exactly where it stood (same world size), with shuffling by the
+// distributed sampler (world size > 1) or LibTorch's RandomSampler over the global generator (serial).
+TEST(Checkpoint, LoaderResumesMidEpoch) {
+  for (std::size_t workers : {0, 2}) {
+    SharedDir dir;
+    auto loader = idist::auto_dataloader(
+        index_dataset(103), {.batch_size = std::size_t(4 * ws()), .num_workers = workers, .shuffle = true});
+    auto net = std::make_shared<Net>();
+    Checkpoint ckpt(dir.path, {{"model", net}, {"loader", loader}});
+    torch::manual_seed(5);
+    loader.set_epoch(2);
+    read_batches(loader, 3);
+    EXPECT_EQ(loader.position().consumed_samples, std::uint64_t(3 * 4 * ws()));
+    ckpt.save({.epoch = 2, .iteration = 3});
+    ckpt.wait();  // another Checkpoint object reads it below
+    // The whole epoch, uninterrupted, from another loader (LibTorch's loader cannot restart an
+    // iteration left unfinished).
+    auto reference = idist::auto_dataloader(
+        index_dataset(103), {.batch_size = std::size_t(4 * ws()), .num_workers = workers, .shuffle = true});
+    torch::manual_seed(5);
+    reference.set_epoch(2);
+    const auto whole = read_batches(reference);
+    const std::vector<std::int64_t> rest(whole.begin() + 12, whole.end());
+
+    auto fresh = idist::auto_dataloader(index_dataset(103),
+                                        {.batch_size = std::size_t(4 * ws()), .num_workers = workers, .shuffle = true});
+    Checkpoint resumed(dir.path, {{"model", net}, {"loader", fresh}}, {.require_empty = false});
+    torch::manual_seed(77);  // another generator state: the checkpoint restores the epoch's
+    ASSERT_TRUE(resumed.load_latest().has_value());
+    EXPECT_EQ(fresh.sampler().epoch(), 2u);
+    fresh.set_epoch(2);  // the same epoch keeps the position
+    EXPECT_EQ(read_batches(fresh), rest) << "workers " << workers;
+    fresh.set_epoch(3);  // the next epoch starts at its beginning
+    EXPECT_EQ(read_batches(fresh).size(), whole.size());
+  }
+}
+
+TEST(Checkpoint, SetEpochWithAStartSampleSkipsThem) {
+  auto loader = idist::auto_dataloader(index_dataset(40), {.batch_size = std::size_t(2 * ws()), .shuffle = false});
+  loader.set_epoch(0);
+  const auto whole = read_batches(loader);
+  loader.set_epoch(0, std::uint64_t(6 * ws()));
+  const auto rest = read_batches(loader);
+  EXPECT_EQ(rest, std::vector<std::int64_t>(whole.begin() + 6, whole.end()));
+  EXPECT_EQ(loader.position().consumed_samples, std::uint64_t(whole.size() * std::size_t(ws())));
+}
+
+}  // namespace
