@@ -12,14 +12,15 @@
 #include "core/registry.hpp"
 #include "idist/error.hpp"
 #include "idist/logging.hpp"
-#include "serial/serial_model.hpp"
 
 namespace idist {
 
 namespace {
 
+std::unique_ptr<ComputationModel> serial_model() { return core::serial().create(InitOptions{}); }
+
 struct ContextState {
-  std::unique_ptr<ComputationModel> model = std::make_unique<serial_backend::SerialModel>();
+  std::unique_ptr<ComputationModel> model = serial_model();
   bool serial = true;
   // ignite's _need_to_sync: while serial and not explicitly initialized, every query first looks for
   // a context created outside idist (e.g. the program's own MPI_Init) and adopts it.
@@ -88,7 +89,7 @@ void finalize() {
   ContextState& s = state();
   if (s.serial) return;
   std::unique_ptr<ComputationModel> model = std::move(s.model);
-  s.model = std::make_unique<serial_backend::SerialModel>();
+  s.model = serial_model();
   s.serial = true;
   s.need_to_sync = true;
   model->finalize();

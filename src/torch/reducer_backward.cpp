@@ -152,7 +152,7 @@ void ReducerImpl::launch_ready_buckets() {
       // Nothing progresses in the background: run the bucket now through the backend's blocking
       // form (MPI_Allreduce itself by default, whose large-message algorithms beat the
       // non-blocking ones).
-      detail::all_reduce_blocking(b.flat, ReduceOp::Sum, Group{});
+      detail::all_reduce_tensor(b.flat, ReduceOp::Sum, Group{}, Completion::Blocking);
       b.work = Work{};
     } else {
       b.work = all_reduce_async(b.flat, ReduceOp::Sum);

@@ -17,7 +17,7 @@ using namespace std::chrono_literals;
 using idist::Work;
 using idist::detail::AsyncWorkImpl;
 
-Work make_work(const std::shared_ptr<AsyncWorkImpl>& impl, const char* op = "all_reduce", int rank = 3,
+Work make_work(const std::shared_ptr<AsyncWorkImpl>& impl, idist::OpType op = idist::OpType::AllReduce, int rank = 3,
                std::chrono::milliseconds timeout = 60s) {
   return Work(impl, op, rank, timeout);
 }
@@ -68,7 +68,7 @@ TEST(Work, IsCompletedTurnsTrueWithoutWait) {
 
 TEST(Work, ShortTimeoutThrowsTimeoutErrorNamingOpAndRank) {
   auto impl = std::make_shared<AsyncWorkImpl>();
-  Work w = make_work(impl, "broadcast", 5);
+  Work w = make_work(impl, idist::OpType::Broadcast, 5);
   const auto start = std::chrono::steady_clock::now();
   try {
     w.wait(30ms);
@@ -96,7 +96,7 @@ TEST(Work, TimeoutErrorIsAnIdistError) {
 
 TEST(Work, DefaultWaitUsesTheTimeoutGivenAtCreation) {
   auto impl = std::make_shared<AsyncWorkImpl>();
-  Work w = make_work(impl, "barrier", 0, 40ms);
+  Work w = make_work(impl, idist::OpType::Barrier, 0, 40ms);
   const auto start = std::chrono::steady_clock::now();
   try {
     w.wait();

@@ -85,30 +85,31 @@ inline void copy_back(const at::Tensor& t, const Staged& s) {
   t.detach().copy_(s.buffer);
 }
 
-/// Blocking in-place all-reduce of `t` through the model's blocking form (the fast path of the
-/// backend, e.g. MPI_Allreduce, the mpi default).
-inline void all_reduce_blocking(const at::Tensor& t, ReduceOp op, const Group& group) {
-  ComputationModel& m = current_model();
-  checked_dtype(t, "all_reduce");
-  if (!m.group_rank(group)) return;
-  const Staged s = stage(t, comm_device(m));
-  m.all_reduce_blocking(tensor_buffer(s.buffer), op, group);
-  copy_back(t, s);
+/// The end of an in-place collective on `s`, the staging of `t`: written back now (Blocking) or
+/// when `w` is waited for (Async).
+inline Work finish(Work w, const at::Tensor& t, const Staged& s, Completion how) {
+  if (how == Completion::Blocking) {
+    copy_back(t, s);
+    return w;
+  }
+  return finish_into(w, t, s);
 }
 
-/// Blocking in-place broadcast of `t` from world rank `src` through the model's blocking form.
-inline void broadcast_blocking(const at::Tensor& t, int src) {
+/// In-place all-reduce of `t` (any strided tensor), completed as `how` says.
+inline Work all_reduce_tensor(const at::Tensor& t, ReduceOp op, const Group& group, Completion how) {
   ComputationModel& m = current_model();
-  check_src(m, src, "broadcast");
-  checked_dtype(t, "broadcast");
+  checked_dtype(t, to_string(OpType::AllReduce));
   const Staged s = stage(t, comm_device(m));
-  m.broadcast_blocking(tensor_buffer(s.buffer), src, Group{});
-  copy_back(t, s);
+  return finish(m.all_reduce(tensor_buffer(s.buffer), op, group, how), t, s, how);
 }
 
-/// Gathers equally sized contiguous `in` (on the communication device) into `out`.
-inline Work gather_equal(ComputationModel& m, const at::Tensor& in, const at::Tensor& out, const Group& group) {
-  return m.all_gather(ConstBuffer(tensor_buffer(in)), tensor_buffer(out), group);
+/// In-place broadcast of `t` from world rank `src`, completed as `how` says.
+inline Work broadcast_tensor(const at::Tensor& t, int src, const Group& group, Completion how) {
+  ComputationModel& m = current_model();
+  check_src(m, src, to_string(OpType::Broadcast));
+  checked_dtype(t, to_string(OpType::Broadcast));
+  const Staged s = stage(t, comm_device(m));
+  return finish(m.broadcast(tensor_buffer(s.buffer), src, group, how), t, s, how);
 }
 
 }  // namespace detail
@@ -120,19 +121,14 @@ inline Work gather_equal(ComputationModel& m, const at::Tensor& in, const at::Te
 /// async_op=True). The tensor is kept alive by the Work; its new values are visible after wait().
 /// @throws ValueError for an undefined tensor, an unsupported dtype or an op the dtype cannot take.
 inline Work all_reduce_async(const at::Tensor& t, ReduceOp op = ReduceOp::Sum, const Group& group = {}) {
-  ComputationModel& m = current_model();
-  detail::checked_dtype(t, "all_reduce");
-  if (!m.group_rank(group)) return Work{};
-  detail::Staged s = detail::stage(t, detail::comm_device(m));
-  Work w = m.all_reduce(detail::tensor_buffer(s.buffer), op, group);
-  return detail::finish_into(w, t, s);
+  return detail::all_reduce_tensor(t, op, group, Completion::Async);
 }
 
 /// Reduces `t` in place over `group` with `op` and returns it (same tensor object, same shape on
 /// every rank). Mirrors ignite.distributed.all_reduce on a tensor.
 /// @throws ValueError as all_reduce_async; TimeoutError after the timeout given at initialize().
 inline at::Tensor all_reduce(at::Tensor t, ReduceOp op = ReduceOp::Sum, const Group& group = {}) {
-  detail::all_reduce_blocking(t, op, group);
+  detail::all_reduce_tensor(t, op, group, Completion::Blocking);
   return t;
 }
 
@@ -151,19 +147,20 @@ inline at::Tensor all_reduce(at::Tensor t, std::string_view op, const Group& gro
 /// @throws ValueError for undefined tensors, a dtype mismatch or a wrong element count.
 inline Work all_gather_async(const at::Tensor& in, const at::Tensor& out, const Group& group = {}) {
   ComputationModel& m = current_model();
-  const DType dt = detail::checked_dtype(in, "all_gather");
+  const DType dt = detail::checked_dtype(in, to_string(OpType::AllGather));
   if (!out.defined()) throw ValueError("all_gather_async: out is undefined; expected a defined tensor");
   if (out.scalar_type() != in.scalar_type())
     throw ValueError(detail::format_message("all_gather_async: out has dtype {}, expected the input's dtype {}",
                                             c10::toString(out.scalar_type()), c10::toString(in.scalar_type())));
-  const auto rank = m.group_rank(group);
-  const std::int64_t n = rank ? m.group_size(group) : 1;
+  const ProcessGroup& pg = m.process_group(group);
+  const bool member = pg.is_member();
+  const std::int64_t n = member ? pg.size() : 1;
   if (out.numel() != in.numel() * n)
     throw ValueError(
         detail::format_message("all_gather_async: out has {} elements, expected {} (input elements times group size)",
                                out.numel(), in.numel() * n));
   (void)dt;
-  if (!rank) {
+  if (!member) {
     at::NoGradGuard no_grad;
     out.detach().view_as(in).copy_(in);
     return Work{};
@@ -171,7 +168,7 @@ inline Work all_gather_async(const at::Tensor& in, const at::Tensor& out, const 
   const c10::Device dev = detail::comm_device(m);
   detail::Staged src = detail::stage(in, dev);
   detail::Staged dst = detail::stage(out, dev);
-  Work w = detail::gather_equal(m, src.buffer, dst.buffer, group);
+  Work w = m.all_gather(ConstBuffer(detail::tensor_buffer(src.buffer)), detail::tensor_buffer(dst.buffer), group);
   w.then([keep = src.buffer] { (void)keep; });
   return detail::finish_into(w, out, dst);
 }
@@ -185,15 +182,16 @@ inline Work all_gather_async(const at::Tensor& in, const at::Tensor& out, const 
 ///         on every rank when the ranks' dtypes or trailing dimensions differ.
 inline at::Tensor all_gather(const at::Tensor& t, const Group& group = {}) {
   ComputationModel& m = current_model();
-  detail::checked_dtype(t, "all_gather");
-  if (!m.group_rank(group)) return t;
+  detail::checked_dtype(t, to_string(OpType::AllGather));
+  const ProcessGroup& pg = m.process_group(group);
+  if (!pg.is_member()) return t;
   const at::Tensor x = t.dim() == 0 ? t.reshape({1}) : t;
 
   // Exchange (scalar type, ndim, sizes...) so that every rank can size the output and check it.
   std::vector<std::int64_t> sig{std::int64_t(x.scalar_type()), x.dim()};
   for (auto s : x.sizes()) sig.push_back(s);
   const std::vector<std::int64_t> all = idist::all_gather(std::span<const std::int64_t>(sig), group);
-  const std::size_t n = std::size_t(m.group_size(group));
+  const std::size_t n = std::size_t(pg.size());
   std::vector<std::vector<std::int64_t>> shapes(n);
   std::vector<std::size_t> counts(n);
   std::size_t pos = 0;
@@ -208,10 +206,10 @@ inline at::Tensor all_gather(const at::Tensor& t, const Group& group = {}) {
         nd == std::size_t(x.dim()) && std::equal(shapes[r].begin() + 1, shapes[r].end(), x.sizes().begin() + 1);
     if (st != x.scalar_type() || !same_tail)
       throw ValueError(detail::format_message(
-          "all_gather: every rank must pass the same dtype and the same sizes except the first dimension; group rank "
+          "{}: every rank must pass the same dtype and the same sizes except the first dimension; group rank "
           "{} has {} {} but group rank {} has {} {}",
-          *m.group_rank(group), c10::toString(x.scalar_type()), detail::shape_str(x.sizes()), r, c10::toString(st),
-          detail::shape_str(shapes[r])));
+          to_string(OpType::AllGather), pg.rank(), c10::toString(x.scalar_type()), detail::shape_str(x.sizes()), r,
+          c10::toString(st), detail::shape_str(shapes[r])));
     counts[r] = std::size_t(shapes[r][0] * inner);
   }
   std::vector<std::int64_t> out_sizes(x.sizes().begin(), x.sizes().end());
@@ -224,9 +222,11 @@ inline at::Tensor all_gather(const at::Tensor& t, const Group& group = {}) {
   detail::Staged in = detail::stage(x, dev);
   const bool equal = std::all_of(counts.begin(), counts.end(), [&](std::size_t c) { return c == counts[0]; });
   if (equal)
-    m.all_gather_blocking(ConstBuffer(detail::tensor_buffer(in.buffer)), detail::tensor_buffer(out), group);
+    m.all_gather(ConstBuffer(detail::tensor_buffer(in.buffer)), detail::tensor_buffer(out), group,
+                 Completion::Blocking);
   else
-    m.all_gather_v(ConstBuffer(detail::tensor_buffer(in.buffer)), detail::tensor_buffer(out), counts, group).wait();
+    m.all_gather_v(ConstBuffer(detail::tensor_buffer(in.buffer)), detail::tensor_buffer(out), counts, group,
+                   Completion::Blocking);
   return out.to(t.device());
 }
 
@@ -236,13 +236,7 @@ inline at::Tensor all_gather(const at::Tensor& t, const Group& group = {}) {
 /// Non-blocking in-place broadcast of `t` (same shape and dtype on every rank) from world rank `src`.
 /// @throws ValueError for an undefined tensor, an unsupported dtype or src outside [0, world size).
 inline Work broadcast_async(const at::Tensor& t, int src = 0, const Group& group = {}) {
-  ComputationModel& m = current_model();
-  detail::check_src(m, src, "broadcast");
-  detail::checked_dtype(t, "broadcast");
-  if (!m.group_rank(group)) return Work{};
-  detail::Staged s = detail::stage(t, detail::comm_device(m));
-  Work w = m.broadcast(detail::tensor_buffer(s.buffer), src, group);
-  return detail::finish_into(w, t, s);
+  return detail::broadcast_tensor(t, src, group, Completion::Async);
 }
 
 /// Returns rank `src`'s tensor on every rank. Mirrors ignite.distributed.broadcast on a tensor.
@@ -258,14 +252,14 @@ inline Work broadcast_async(const at::Tensor& t, int src = 0, const Group& group
 ///         true ..."); for an unsupported dtype (on every rank in safe mode).
 inline at::Tensor broadcast(at::Tensor t, int src = 0, bool safe_mode = false) {
   ComputationModel& m = current_model();
-  detail::check_src(m, src, "broadcast");
+  detail::check_src(m, src, to_string(OpType::Broadcast));
   const bool is_src = m.rank() == src;
   if (!safe_mode) {
     if (!t.defined()) {
       if (is_src) throw ValueError("broadcast: source data can not be an undefined tensor");
       throw ValueError("broadcast: safe_mode should be true if an undefined tensor is passed on a non-source rank");
     }
-    detail::broadcast_blocking(t, src);
+    detail::broadcast_tensor(t, src, Group{}, Completion::Blocking);
     return t;
   }
   // Header: (scalar type, ndim, sizes...). Every rank validates the dtype from it, so an
@@ -277,7 +271,7 @@ inline at::Tensor broadcast(at::Tensor t, int src = 0, bool safe_mode = false) {
     header.resize(h.size() * sizeof(std::int64_t));
     std::memcpy(header.data(), h.data(), header.size());
   }
-  detail::broadcast_bytes(header, !is_src || t.defined(), src, "broadcast");
+  detail::broadcast_bytes(header, !is_src || t.defined(), src, to_string(OpType::Broadcast));
   std::vector<std::int64_t> h(header.size() / sizeof(std::int64_t));
   std::memcpy(h.data(), header.data(), header.size());
   const auto st = c10::ScalarType(h.at(0));
@@ -288,7 +282,7 @@ inline at::Tensor broadcast(at::Tensor t, int src = 0, bool safe_mode = false) {
     const c10::Device dev = t.defined() ? t.device() : to_torch_device(idist::device());
     target = at::empty(sizes, at::TensorOptions().dtype(st).device(dev));
   }
-  detail::broadcast_blocking(target, src);
+  detail::broadcast_tensor(target, src, Group{}, Completion::Blocking);
   return target;
 }
 
@@ -309,9 +303,10 @@ inline std::vector<at::Tensor> all_gather_tensors_with_shapes(const at::Tensor& 
                                                               const std::vector<std::vector<std::int64_t>>& shapes,
                                                               const Group& group = {}) {
   ComputationModel& m = current_model();
-  const auto me = m.group_rank(group);
-  if (!me) return {t};
-  const std::size_t n = std::size_t(m.group_size(group));
+  const ProcessGroup& pg = m.process_group(group);
+  if (!pg.is_member()) return {t};
+  const int me = pg.rank();
+  const std::size_t n = std::size_t(pg.size());
 
   // Local validation, then agreement: a bad argument on one rank raises on all of them.
   std::string error;
@@ -329,9 +324,9 @@ inline std::vector<at::Tensor> all_gather_tensors_with_shapes(const at::Tensor& 
       else if (std::any_of(shapes[i].begin(), shapes[i].end(), [](std::int64_t d) { return d < 0; }))
         error = detail::format_message("shapes[{}] = {} has a negative size", i, detail::shape_str(shapes[i]));
     }
-    if (error.empty() && c10::IntArrayRef(shapes[*me]) != t.sizes())
+    if (error.empty() && c10::IntArrayRef(shapes[std::size_t(me)]) != t.sizes())
       error = detail::format_message("the tensor's shape {} differs from shapes[{}] = {} (its entry for this rank)",
-                                     detail::shape_str(t.sizes()), *me, detail::shape_str(shapes[*me]));
+                                     detail::shape_str(t.sizes()), me, detail::shape_str(shapes[std::size_t(me)]));
   }
   if (error.empty()) {
     try {
@@ -340,7 +335,7 @@ inline std::vector<at::Tensor> all_gather_tensors_with_shapes(const at::Tensor& 
       error = e.what();
     }
   }
-  const std::int32_t bad_rank = all_reduce(std::int32_t(error.empty() ? -1 : *me), ReduceOp::Max, group);
+  const std::int32_t bad_rank = all_reduce(std::int32_t(error.empty() ? -1 : me), ReduceOp::Max, group);
   if (!error.empty()) throw ValueError(detail::format_message("all_gather_tensors_with_shapes: {}", error));
   if (bad_rank >= 0)
     throw ValueError(detail::format_message(
@@ -368,7 +363,8 @@ inline std::vector<at::Tensor> all_gather_tensors_with_shapes(const at::Tensor& 
   out_sizes[0] *= std::int64_t(n);
   at::Tensor gathered = at::empty(out_sizes, padded.options());
   if (gathered.numel() > 0)
-    m.all_gather_blocking(ConstBuffer(detail::tensor_buffer(padded)), detail::tensor_buffer(gathered), group);
+    m.all_gather(ConstBuffer(detail::tensor_buffer(padded)), detail::tensor_buffer(gathered), group,
+                 Completion::Blocking);
   gathered = gathered.to(t.device());
 
   std::vector<at::Tensor> out;

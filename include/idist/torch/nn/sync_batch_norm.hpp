@@ -78,9 +78,6 @@ struct SyncBatchNormOptions {
 
 namespace detail {
 
-/// Number of ranks in `group` (the world size for the world).
-inline int group_size(const Group& group) { return group.is_world() ? get_world_size() : int(group.ranks().size()); }
-
 /// The autograd function of SyncBatchNorm in training mode (torch/nn/modules/_functions.py's
 /// SyncBatchNorm): forward all-gathers the per-rank count, mean and invstd, backward all-reduces
 /// sum(dy) and sum(dy * (x - mean)). Arguments of forward: input [N, C, *] (contiguous), weight and
@@ -116,7 +113,7 @@ struct SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFun
     } else {
       local = at::zeros({2 * channels + 1}, opts);
     }
-    const int n = group_size(group);
+    const int n = current_model().process_group(group).size();
     at::Tensor gathered = at::empty({n, 2 * channels + 1}, opts);
     all_gather_async(local, gathered, group).wait();
 
@@ -312,13 +309,14 @@ class SyncBatchNormImpl : public torch::nn::Cloneable<SyncBatchNormImpl> {
     const torch::Tensor rmean = keep_running ? running_mean : torch::Tensor();
     const torch::Tensor rvar = keep_running ? running_var : torch::Tensor();
     const Group& group = options.group();
-    const bool sync = use_batch_stats && is_training() && detail::group_size(group) > 1;
-    if (sync && !group.is_world() &&
-        std::find(group.ranks().begin(), group.ranks().end(), get_rank()) == group.ranks().end())
+    const bool batch_stats = use_batch_stats && is_training();
+    // A non-member that runs the module fails before any communication; a member resolves the group.
+    if (batch_stats && !group.contains(get_rank()))
       throw ValueError(idist::detail::format_message(
           "SyncBatchNorm: rank {} is not a member of the group {} given in SyncBatchNormOptions; every rank that runs "
           "the module must be one",
           get_rank(), group.str()));
+    const bool sync = batch_stats && current_model().process_group(group).size() > 1;
     if (!sync)
       return torch::batch_norm(input, weight, bias, rmean, rvar, use_batch_stats, factor, options.eps(),
                                /*cudnn_enabled=*/true);
