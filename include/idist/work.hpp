@@ -79,6 +79,12 @@ class Work {
     return w;
   }
 
+  /// A new Work that completes when `first` does, with continuations and a value of its own: `first`
+  /// and its continuations are unaffected, and waiting on either waits for the operation once. What a
+  /// hook returns when the Work of its collective is also waited for elsewhere (PowerSGD's first
+  /// all-reduce). Named and bounded like `first`.
+  static Work after(Work first);
+
   /// True once the operation finished. Non-blocking; also drives progress for backends that need it
   /// (MPI). The continuations may not have run yet: call wait() before reading the results.
   bool is_completed();

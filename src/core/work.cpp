@@ -1,6 +1,7 @@
 // Work handle: deadline-bounded waits, continuations and values.
 #include "idist/work.hpp"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,31 @@ bool AsyncWorkImpl::wait_until(std::chrono::steady_clock::time_point deadline) {
   return true;
 }
 
+namespace {
+
+// The operation of Work::after(): waits on the first Work.
+class AfterImpl final : public WorkImpl {
+ public:
+  explicit AfterImpl(Work first) : first_(std::move(first)) {}
+  bool test() override { return first_.is_completed(); }
+  bool wait_until(std::chrono::steady_clock::time_point deadline) override {
+    using namespace std::chrono;
+    if (deadline == steady_clock::time_point::max()) {
+      first_.wait();
+      return true;
+    }
+    const auto left = duration_cast<milliseconds>(deadline - steady_clock::now());
+    if (left.count() <= 0 && !first_.is_completed()) return false;
+    first_.wait(std::max(left, milliseconds(0)));  // its own TimeoutError names the operation
+    return true;
+  }
+
+ private:
+  Work first_;
+};
+
+}  // namespace
+
 }  // namespace detail
 
 struct Work::State {
@@ -53,6 +79,19 @@ Work::Work(std::shared_ptr<detail::WorkImpl> impl, OpType op, int rank, std::chr
   state_->op = op;
   state_->rank = rank;
   state_->timeout = timeout;
+}
+
+Work Work::after(Work first) {
+  Work w;
+  w.state_ = std::make_shared<State>();
+  if (first.state_) {
+    std::lock_guard lock(first.state_->mutex);
+    w.state_->op = first.state_->op;
+    w.state_->rank = first.state_->rank;
+    w.state_->timeout = first.state_->timeout;
+  }
+  w.state_->impl = std::make_shared<detail::AfterImpl>(std::move(first));
+  return w;
 }
 
 bool Work::is_completed() {

@@ -266,8 +266,8 @@ Model auto_model(Model model, const AutoModelOptions& opts = {}) {
 
 /// Replaces the all-reduce of each gradient bucket of a model prepared by auto_model with `hook`
 /// (DistributedDataParallel.register_comm_hook): from the next backward on, every bucket is handed
-/// to the hook as an idist::GradBucket holding this rank's undivided gradients, and the hook's
-/// BucketFuture yields the averaged bucket. Built-in hooks: idist::comm_hooks (allreduce,
+/// to the hook as an idist::GradBucket holding this rank's undivided gradients, and the idist::Work the
+/// hook returns yields the averaged bucket (see CommHook). Built-in hooks: idist::comm_hooks (allreduce,
 /// fp16_compress, bf16_compress, powersgd). Every rank must register an equivalent hook.
 ///
 ///     model = idist::auto_model(model);

@@ -16,22 +16,23 @@
 ///   parameter's .grad() is final for this backward; it divides the gradient by the world size
 ///   into its slot of the bucket (in place when .grad() already is the slot): the averaging is
 ///   folded into the bucket.
-/// - When all gradients of a bucket are in, the bucket's all-reduce is launched with the
-///   non-blocking API, always in bucket order so that every rank issues the same sequence. On a
-///   backend without asynchronous progress (mpi on one node, where idist runs no progress thread)
-///   nothing would overlap anyway, so the bucket is all-reduced at once with the backend's blocking
-///   form: one bucket in flight at a time bounds the backend's scratch memory (Open MPI's libnbc
-///   holds a buffer the size of each non-blocking all-reduce), and the fastest call is used
-///   (MPI_Allreduce, the mpi default). mpi across nodes has a progress thread, so its buckets fly
-///   while backward goes on, as on gloo.
-/// - The first hook of a backward queues an autograd final callback; it launches what is left,
-///   waits for every bucket and makes .grad() the averaged slot (or copies it back), so that the
-///   gradients are averaged when backward() returns. Nothing is in flight afterwards, so the
-///   user's own collectives never interleave with gradient buckets.
+/// - When all gradients of a bucket are in, the bucket is handed to the communication hook, always in
+///   bucket order so that every rank issues the same sequence; the hook returns the idist::Work of the
+///   bucket's reduction (the one future of a bucket). The default hook is c10d's run_allreduce_hook:
+///   a non-blocking all-reduce (sum) of the bucket. On a backend without asynchronous progress (mpi
+///   on one node, where idist runs no progress thread) nothing would overlap anyway, so the default
+///   hook all-reduces the bucket at once through the backend's blocking path: one bucket in flight
+///   at a time bounds the backend's scratch memory (Open MPI's libnbc holds a buffer the size of each
+///   non-blocking all-reduce), and the fastest call is used (MPI_Allreduce, the mpi default). mpi
+///   across nodes has a progress thread, so its buckets fly while backward goes on, as on gloo.
+/// - The first post hook of a backward queues an autograd final callback; it launches what is left,
+///   waits for every bucket's Work in bucket order (copying a value it yields into the bucket) and
+///   makes .grad() the averaged slot (or copies it back), so that the gradients are averaged when
+///   backward() returns. Nothing is in flight afterwards, so the user's own collectives never
+///   interleave with gradient buckets.
 ///
-/// With a communication hook (register_comm_hook), gradients enter the buckets undivided and each
-/// ready bucket is handed to the hook instead of the all-reduce; the final callback waits for the
-/// hooks' futures in bucket order and copies what they return into the buckets.
+/// A communication hook registered by the user (register_comm_hook) replaces the default one; the
+/// gradients then enter the buckets undivided (PyTorch's contract: the hook averages).
 ///
 /// After the first synchronised backward the buckets are rebuilt in the order rank 0's gradients
 /// became ready (DDP's rebuild_buckets; Options::rebuild_buckets), the order broadcast so that
