@@ -1,6 +1,6 @@
 // The Reducer's public surface (idist/torch/reducer.hpp) over its implementation (reducer_impl.hpp).
 // Accessors read the state under the reducer's lock, as the hooks write it.
-#include "idist/torch/reducer.hpp"
+#include "torch/reducer.hpp"
 
 #include <mutex>
 #include <utility>

@@ -9,10 +9,11 @@
 
 #include "idist/context.hpp"
 #include "idist/error.hpp"
-#include "idist/torch/bucket_assignment.hpp"
 #include "idist/torch/collectives.hpp"
 #include "idist/torch/dtype.hpp"
+#include "torch/bucket_assignment.hpp"
 #include "torch/reducer_impl.hpp"
+#include "torch/staging.hpp"
 
 namespace idist::detail {
 

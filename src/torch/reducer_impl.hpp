@@ -18,8 +18,8 @@
 #include <torch/nn/module.h>
 
 #include "idist/torch/comm_hook.hpp"
-#include "idist/torch/reducer.hpp"
 #include "idist/work.hpp"
+#include "torch/reducer.hpp"
 
 namespace idist::detail {
 

@@ -4,8 +4,8 @@
 #include <utility>
 
 #include "idist/error.hpp"
-#include "idist/torch/broadcast_coalesced.hpp"
 #include "idist/torch/collectives.hpp"
+#include "torch/broadcast_coalesced.hpp"
 #include "torch/reducer_impl.hpp"
 
 namespace idist::detail {

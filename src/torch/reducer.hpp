@@ -43,9 +43,9 @@
 /// backward() call; collectives issued by the user inside backward (custom autograd functions)
 /// interleave with the buckets in gradient-ready order, which must then be the same on all ranks.
 ///
-/// This header is the Reducer's public surface; the implementation (autograd hooks and final
-/// callbacks, which need LibTorch's internal autograd headers) is compiled into idist_torch, in
-/// src/torch/.
+/// This header is the Reducer's surface inside idist_torch (auto_model, join and the tests use it); the
+/// implementation (autograd hooks and final callbacks, which need LibTorch's internal autograd
+/// headers) is reducer_impl.hpp.
 
 #include <cstddef>
 #include <functional>
@@ -55,6 +55,7 @@
 
 #include <torch/nn/module.h>
 
+#include "idist/torch/auto_model_options.hpp"
 #include "idist/torch/comm_hook.hpp"
 
 namespace idist::detail {
@@ -74,27 +75,9 @@ class ReducerImpl;  // src/torch/reducer_impl.hpp
 /// reducer's lock, which the autograd hooks take too.
 class Reducer {
  public:
-  /// Options (AutoModelOptions carries the user-facing ones).
-  struct Options {
-    /// Cap of every bucket but the first, in MiB (DDP's bucket_cap_mb).
-    double bucket_cap_mb = 25.0;
-    /// Cap of the first bucket in MiB (DDP: 1 MiB), lowered to bucket_cap_mb when that is smaller.
-    double first_bucket_cap_mb = 1.0;
-    /// Tolerate parameters that get no gradient in a backward (zero contribution); otherwise the
-    /// backward fails with a ValueError naming them.
-    bool find_unused_parameters = false;
-    /// Broadcast the module's buffers from rank 0 after each synchronised backward.
-    bool broadcast_buffers = true;
-    /// Make each .grad() an alias of its bucket slot (DDP's gradient_as_bucket_view).
-    bool gradient_as_bucket_view = true;
-    /// After the first synchronised backward, rebuild the buckets in the order the gradients
-    /// became ready on rank 0 (DDP's rebuild_buckets), so that buckets fill in backward order.
-    bool rebuild_buckets = true;
-    /// The set of parameters that get a gradient is the same in every iteration (DDP's
-    /// static_graph): the first synchronised backward finds the unused ones (as
-    /// find_unused_parameters does); later ones mark them ready at once and skip the search.
-    bool static_graph = false;
-  };
+  /// auto_model's options: the bucket caps, find_unused_parameters, broadcast_buffers,
+  /// gradient_as_bucket_view, static_graph and rebuild_buckets (sync_bn is auto_model's own step).
+  using Options = AutoModelOptions;
 
   /// Builds the buckets and installs a post hook on the gradient accumulator of every parameter
   /// of `module` that requires a gradient (DDP's constructor). Communicates nothing: the
