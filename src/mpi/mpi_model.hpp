@@ -53,13 +53,12 @@ struct MpiSettings {
   std::size_t progress_chunk_bytes = std::size_t(4) << 20;
   /// Blocking all-reduces larger than this many bytes are issued as consecutive MPI_Allreduce calls
   /// of this size (0: whole); std::nullopt: 1 MiB on one node of at most 4 ranks, else whole. On one
-  /// node Open MPI's blocking all-reduce of 8-64 MiB took 1.2-3.2x as long whole as in 1 MiB calls
-  /// (2 and 4 ranks; benchmarks/results/issue12_final/one_host_blocking_chunk.txt).
+  /// node Open MPI's blocking all-reduce of large buffers is faster in 1 MiB calls than whole
+  /// (docs/performance.md, "Figures behind the defaults").
   std::optional<std::size_t> blocking_chunk_bytes;
   /// The progress thread's sleep between two rounds of MPI_Testall over the pending collectives.
-  /// Each round costs the rank's cores a few microseconds that backward needs: across 2 hosts 500 us
-  /// exposed 75-90 ms of the 32x512 MLP's all-reduce at 1 Gbit/s where 50 us exposed 105-130 ms, and
-  /// no more at 10 Gbit/s (docs/performance.md, "Issue 12 revisited").
+  /// Each round costs the rank's cores CPU time that backward needs, so a longer sleep exposed less of
+  /// the all-reduce across hosts (docs/performance.md, "Figures behind the defaults").
   std::chrono::microseconds progress_interval{500};
 };
 

@@ -197,7 +197,7 @@ const std::shared_ptr<Communicator>& comm_of(const ProcessGroup& group) {
 }  // namespace
 
 Work NCCLModel::do_reduce(const Reduction& r, Completion how) {
-  const ReducePlan plan = plan_all_reduce(r.out.dtype, r.reduce_op);
+  const ReducePlan plan = reduction_for(r.out.dtype, r.reduce_op);
   Buffer data = r.out;
   data.device = placement(r.op, "data", data.data, data.bytes(), data.device);
   if (data.count == 0) return Work{};

@@ -51,7 +51,7 @@ std::shared_ptr<torch::nn::Module> module_of(const T& model) {
 }
 
 /// auto_model's work on `module` (see auto_model()).
-void prepare_model(const std::shared_ptr<torch::nn::Module>& module, const AutoModelOptions& opts);
+void adapt_model(const std::shared_ptr<torch::nn::Module>& module, const AutoModelOptions& opts);
 /// The reducer auto_model attached to `module`, or null (serial, or not prepared).
 std::shared_ptr<Reducer> find_reducer(const torch::nn::Module* module);
 /// register_comm_hook on `module` (see register_comm_hook()).
@@ -89,7 +89,7 @@ template <detail::ModelHandle Model>
 Model auto_model(Model model, const AutoModelOptions& opts = {}) {
   const std::shared_ptr<torch::nn::Module> module = detail::module_of(model);
   if (!module) throw ValueError("auto_model: model is empty (null module); expected a constructed module");
-  detail::prepare_model(module, opts);
+  detail::adapt_model(module, opts);
   return model;
 }
 
