@@ -242,6 +242,7 @@ def train_mlp(args, rank, world):
     for _ in range(args.warmup):
         step()
     dist.barrier()
+    step()  # untimed, as benchmarks/training does after its barrier (so that the last losses compare)
     samples = []
     loss = float("nan")
     for _ in range(args.steps):
