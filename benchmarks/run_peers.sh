@@ -53,9 +53,9 @@ command_of() {
     mpi_loop) argv=(mpirun "${mpiflags[@]}" -np "$np" "$bin" --threads 1 "${job[@]}") ;;
     # auto_model with the training benchmark's default bucket cap (25 MiB, DDP's), one configuration.
     mlp_idist_gloo) argv=("$trainer" --backend gloo --nproc "$np" --port "$(free_port)" --models mlp32x512
-      --configs auto_model:25 --rounds 1 "${mlp[@]}" --threads 1 --out-dir "$scratch" --label peers) ;;
+      --configs auto_model:25 --rounds 1 --seed 0 "${mlp[@]}" --threads 1 --out-dir "$scratch" --label peers) ;;
     mlp_idist_mpi) argv=(mpirun "${mpiflags[@]}" -np "$np" "$trainer" --backend mpi --models mlp32x512
-      --configs auto_model:25 --rounds 1 "${mlp[@]}" --threads 1 --out-dir "$scratch" --label peers) ;;
+      --configs auto_model:25 --rounds 1 --seed 0 "${mlp[@]}" --threads 1 --out-dir "$scratch" --label peers) ;;
     mlp_ddp_gloo) argv=("$python" "$ddp" --mode mlp --nproc "$np" --threads 1 "${mlp[@]}") ;;
     mlp_mpi_loop) argv=(mpirun "${mpiflags[@]}" -np "$np" "$bin" --mode mlp --threads 1 "${mlp[@]}") ;;
     *) echo "run_peers: unknown program $1" >&2; return 1 ;;
@@ -99,4 +99,5 @@ if [ "${MLP:-1}" != 0 ]; then
   fi
 fi
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/peers_env.txt"
-"$python" "$summarize" --runs "$runs" --out-dir "$out" ${STRICT:+--strict}
+strict=(); [ "${STRICT:-0}" = 1 ] && strict=(--strict)
+"$python" "$summarize" --runs "$runs" --out-dir "$out" "${strict[@]}"

@@ -5,7 +5,7 @@
   summarize.py --training-csv CSV              idist_bench_training's one-configuration CSV as a JSON line
   summarize.py --runs RUNS.jsonl --out-dir D [--strict]
       medians over the rounds and the ratios of the issue, printed and written to D/peers_main_job.{csv,md}
-      and D/peers_mlp.{csv,md}; --strict exits 3 when the programs of a round end with different weights.
+      and D/peers_mlp.{csv,md}; --strict exits 3 when the programs of a round end with different weights (main job) or last losses (MLP).
 """
 import argparse
 import csv
@@ -135,9 +135,18 @@ def summarize(path, out_dir, strict):
         digests = {r["program"]: r["weights_digest"] for r in main if r["round"] == k}
         if len(set(digests.values())) > 1:
             differ.append(f"round {k}: " + ", ".join(f"{p} {d}" for p, d in sorted(digests.items())))
+    for k in rounds:  # the MLP programs train the same weights on the same batches: the same last loss
+        losses = {r["program"]: r["last_loss"] for r in mlp if r["round"] == k}
+        if losses and max(losses.values()) - min(losses.values()) > 1e-4 * max(1.0, abs(max(losses.values()))):
+            differ.append(f"round {k} (MLP last loss): " + ", ".join(f"{p} {v}" for p, v in sorted(losses.items())))
+    if mlp and not any("MLP" in d for d in differ):
+        md.append("MLP: the same last loss in every program and round.")
     if main:
-        md.append("Final weights bitwise equal across the programs in every round." if not differ else
-                  "Final weights differ within a round: " + "; ".join(differ))
+        md.append("Final weights bitwise equal across the programs in every round."
+                  if not any("MLP" not in d for d in differ) else
+                  "Final weights differ within a round: " + "; ".join(d for d in differ if "MLP" not in d))
+    if differ:
+        md.append("Differences: " + "; ".join(differ))
     text = "\n".join(md) + "\n"
     with open(os.path.join(out_dir, "peers_main_job.md" if main else "peers_mlp.md"), "w") as f:
         f.write(text)
