@@ -4,7 +4,11 @@
 #      consumer against an installed, uninstrumented idist) and the benchmarks' smoke runs;
 #   2. TSan (build-tsan/): the gloo, store and launcher tests.
 # Suppressions (scripts/sanitizers/*.supp) cover only Open MPI and Gloo internals, each with its reason.
-# Usage: scripts/run-sanitizers.sh [asan|tsan|all]   (default all). Environment: JOBS (default nproc).
+# Instrumented code runs several times slower, so the tests' upper bounds on durations are scaled
+# (IDIST_TEST_TIME_SCALE, tests/support/time_scale.hpp): 3 under ASan + UBSan, 5 under TSan (its
+# shadow-memory bookkeeping costs more, and Gloo's threads make it pay most); lower bounds never scale.
+# Usage: scripts/run-sanitizers.sh [asan|tsan|all]   (default all). Environment: JOBS (default nproc),
+#   ASAN_TIME_SCALE / TSAN_TIME_SCALE to change those factors.
 # Exits non-zero when a test fails or a sanitizer reports.
 set -euo pipefail
 
@@ -26,6 +30,7 @@ run_asan() {
   # abort_on_error / halt_on_error: a report fails the test instead of scrolling by.
   local asan="halt_on_error=1:abort_on_error=1:detect_stack_use_after_return=0"
   local ubsan="halt_on_error=1:print_stacktrace=1:suppressions=$supp/ubsan.supp"
+  export IDIST_TEST_TIME_SCALE="${ASAN_TIME_SCALE:-3}"
   (cd "$build" && ASAN_OPTIONS="$asan:detect_leaks=1:suppressions=$supp/asan.supp" \
        LSAN_OPTIONS="suppressions=$supp/lsan.supp" UBSAN_OPTIONS="$ubsan" \
        ctest --output-on-failure -E '^(cluster_|install_|bench_)|mpi' ) || status=1
@@ -38,6 +43,7 @@ run_tsan() {
   cmake -S "$root" -B "$build" "${common[@]}" -DIDIST_SANITIZE=thread
   cmake --build "$build" -j"$jobs"
   # second_deadlock_stack: both stacks of a lock-order report; halt_on_error: a report fails the test.
+  export IDIST_TEST_TIME_SCALE="${TSAN_TIME_SCALE:-5}"
   (cd "$build" && TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp" \
        ctest --output-on-failure -R '^(gloo_|store_|launcher_)') || status=1
 }

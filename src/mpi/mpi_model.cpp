@@ -108,14 +108,8 @@ void MPIModel::finalize() {
   types_.release();
   MPI_Comm_free(&world_comm_);
   if (!owns_mpi_) return;
-  // MPI_Finalize waits for the launcher, which may have stopped answering while it ends a job
-  // another rank aborted: bounded like every wait, then this rank leaves (exit code 1).
-  const auto bound = std::max<std::chrono::milliseconds>(timeout(), std::chrono::seconds(10));
-  const ExitTimer timer(bound, 1,
-                        fmt::format("idist: finalize() on rank {}: MPI_Finalize has not returned after {} ms (a peer "
-                                    "ended the job, or the launcher stopped answering); leaving with exit code 1",
-                                    rank(), bound.count()));
-  check_mpi(MPI_Finalize(), "MPI_Finalize", rank());
+  // Every rank arrives before any enters MPI_Finalize (exit_timer.hpp says why), both bounded.
+  finalize_owned_mpi(rank(), std::max<std::chrono::milliseconds>(timeout(), std::chrono::seconds(10)));
 }
 
 void MPIModel::abort_broken() const {

@@ -5,6 +5,10 @@
 : "${IDIST_SOURCE_DIR:?set by ctest}" "${IDIST_BUILD_DIR:?set by ctest}" "${IDIST_CLUSTER:?set by ctest}"
 export IDIST_CLUSTER
 CLUSTER="$IDIST_SOURCE_DIR/scripts/cluster.sh"
+# skip_test REASON: Skipped (77) with the reason, or a failure under CI=true (tests/support/skip.sh).
+source "$IDIST_SOURCE_DIR/tests/support/skip.sh"
+# scaled N: an upper bound on a duration times IDIST_TEST_TIME_SCALE (tests/support/time_scale.sh).
+source "$IDIST_SOURCE_DIR/tests/support/time_scale.sh"
 LOGS="$(mktemp -d "/tmp/idist-$IDIST_CLUSTER-XXXXXX")"
 STARTED_PIDS=()
 failures=0
@@ -24,17 +28,15 @@ cleanup() {
   exit "$rc"
 }
 
-# cluster_up N [--rate R]: exits 77 (ctest: Skipped) with cluster.sh's reason when it cannot run here.
+# cluster_up N [--rate R]: skip_test with cluster.sh's reason when it cannot run here (Skipped, or a
+# failure under CI=true).
 cluster_up() {
   local rc=0
   trap cleanup EXIT
   trap 'exit 143' TERM INT
   "$CLUSTER" down >/dev/null 2>&1 || true  # leftovers of an earlier run killed mid-way
   "$CLUSTER" up "$@" 2>"$LOGS/up.err" || rc=$?
-  if [ "$rc" -eq 77 ]; then
-    echo "SKIPPED: $(cat "$LOGS/up.err")"
-    exit 77
-  fi
+  [ "$rc" -ne 77 ] || skip_test "$(cat "$LOGS/up.err")"
   [ "$rc" -eq 0 ] || { cat "$LOGS/up.err"; echo "cluster.sh up failed ($rc)"; exit 1; }
 }
 
@@ -50,14 +52,16 @@ start_on() {
   STARTED_PIDS+=("$LAST_PID")
 }
 
-# wait_all NAME PIDS...: waits for every pid; on any non-zero status prints the logs of NAME and
-# counts a failure. Returns the number of failed processes.
+# wait_all NAME PIDS...: waits for every pid; on any non-zero status, or a failed test reported by any
+# rank in the logs of NAME (rank 0's "[  FAILED  ]", the other ranks' "[rank N] FAILURE"), prints
+# those logs and counts a failure.
 wait_all() {
-  local name="$1" bad=0 pid
+  local name="$1" bad=0 pid reported=0
   shift
   for pid in "$@"; do wait "$pid" || bad=$((bad + 1)); done
-  if [ "$bad" -ne 0 ]; then
-    log "FAILED: $name ($bad process(es) exited non-zero); logs:"
+  grep -Eqs '\[  FAILED  \]|^\[rank [0-9]+\] FAILURE' "$LOGS/$name".* && reported=1
+  if [ "$bad" -ne 0 ] || [ "$reported" -ne 0 ]; then
+    log "FAILED: $name ($bad process(es) exited non-zero; a rank reported a failed test: $([ $reported = 1 ] && echo yes || echo no)); logs:"
     for f in "$LOGS/$name".*; do echo "----- $f"; tail -n 60 "$f"; done
     failures=$((failures + 1))
   else

@@ -66,7 +66,7 @@ done
 loopback_failed=0
 for pid in "${pids[@]}"; do wait "$pid" || loopback_failed=$((loopback_failed + 1)); done
 elapsed=$((SECONDS - t0))
-if [ "$loopback_failed" -eq 2 ] && [ "$elapsed" -lt 30 ] &&
+if [ "$loopback_failed" -eq 2 ] && [ "$elapsed" -lt "$(scaled 30)" ] &&
    grep -q "listen on a loopback address" "$LOGS/loopback.node0" &&
    grep -q "listen on a loopback address" "$LOGS/loopback.node1"; then
   log "passed: loopback refused on both nodes in ${elapsed} s"

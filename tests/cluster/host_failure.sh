@@ -9,10 +9,9 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 example="$IDIST_BUILD_DIR/examples/fashion_mnist/fashion_mnist"
-[ -x "$example" ] || { echo "SKIPPED: the example is not built (LibTorch layer off)"; exit 77; }
-[ -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] ||
-  { echo "SKIPPED: dataset-fashion-mnist is not installed"; exit 77; }
-readonly timeout_s=10 budget_s=$((10 + 5))
+[ -x "$example" ] || skip_test "the example is not built (LibTorch layer off)"
+[ -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || skip_test "dataset-fashion-mnist is not installed"
+readonly timeout_s=10 budget_s=$((10 + $(scaled 5)))
 
 cluster_up 2
 h1="$(host_name 1)"

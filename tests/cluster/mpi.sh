@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # mpi on 2 emulated hosts: mpirun --host with a launcher agent (Open MPI's plm_rsh_agent) that runs
 # each daemon on its host, Open MPI's TCP transport between the hosts. The layout test and the
-# conformance suite on 2 x 2 ranks, the LibTorch suite on 2 x 1.
+# conformance suite on 2 x 2 ranks, the LibTorch suite on 2 x 1 (a build without it skips, or fails
+# under CI=true).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 : "${MPIEXEC:=mpirun}"
@@ -26,7 +27,9 @@ mpirun_on_cluster layout 2 "$IDIST_BUILD_DIR/tests/cluster/idist_cluster_layout_
 mpirun_on_cluster conformance 2 "$IDIST_BUILD_DIR/tests/conformance/idist_conformance"
 if [ -x "$IDIST_BUILD_DIR/tests/torch/idist_torch_tests" ]; then
   mpirun_on_cluster torch 1 "$IDIST_BUILD_DIR/tests/torch/idist_torch_tests"
-else
-  log "LibTorch suite not built (IDIST_WITH_TORCH=OFF): not run"
+elif [ "$failures" -eq 0 ]; then
+  # Not a pass: a part of the test did not run. Skipped with the reason, a failure under CI=true.
+  log "layout and conformance passed; the LibTorch suite is not built"
+  skip_test "the LibTorch suite (tests/torch/idist_torch_tests) is not built (IDIST_WITH_TORCH=OFF), so its cross-host run did not happen"
 fi
 finish

@@ -17,10 +17,7 @@ extra_cleanup() { "$SLURM" down >/dev/null 2>&1 || true; }
 cluster_up 2
 rc=0
 "$SLURM" up >"$LOGS/slurm-up.out" 2>"$LOGS/slurm-up.err" || rc=$?
-if [ "$rc" -eq 77 ]; then
-  echo "SKIPPED: $(tail -n 1 "$LOGS/slurm-up.err")"
-  exit 77
-fi
+[ "$rc" -ne 77 ] || skip_test "$(tail -n 1 "$LOGS/slurm-up.err")"
 [ "$rc" -eq 0 ] || { cat "$LOGS/slurm-up.err"; echo "slurm-cluster.sh up failed ($rc)"; exit 1; }
 eval "$(cat "$LOGS/slurm-up.out")"  # export SLURM_CONF=...
 export OMP_NUM_THREADS=1 IDIST_TEST_EXPECT_NNODES=2 IDIST_TEST_EXPECT_NPROC=2 IDIST_TEST_HOST_PREFIX="$IDIST_CLUSTER"
@@ -96,7 +93,7 @@ if [ "$started" -eq 1 ]; then
   state=$("$SLURM" wait-job "$job" 60 || true)
   took=$(calc "$(now) - $t_fault")
   log "sbatch_killed: job $job ended $state $(printf %.1f "$took") s after the kill"
-  if [ "$state" != FAILED ] || [ "$(calc "$took > 15")" -eq 1 ] || [ "${#victims[@]}" -ne 2 ] ||
+  if [ "$state" != FAILED ] || [ "$(calc "$took > 10 + $(scaled 5)")" -eq 1 ] || [ "${#victims[@]}" -ne 2 ] ||
      ! grep -qE "(all_reduce|broadcast|all_gather|barrier).*host $(host_name 2)" "$LOGS/sbatch_killed.out"; then
     log "FAILED: sbatch_killed (state $state, ${#victims[@]} tasks killed, $took s)"
     tail -n 20 "$LOGS/sbatch_killed.out"

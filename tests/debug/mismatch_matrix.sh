@@ -8,6 +8,7 @@
 #   mismatch_matrix.sh <idist_mismatch_case> <gloo|mpi> <ranks> [mpirun and its flags...]
 set -u
 . "$(dirname "$0")/../support/mpi_launcher.sh"
+. "$(dirname "$0")/../support/time_scale.sh"  # the jobs' budget scales with IDIST_TEST_TIME_SCALE
 bin=$1 backend=$2 np=$3
 shift 3
 cases="length dtype same_bytes reduce_op broadcast_root all_reduce_vs_broadcast all_gather_vs_all_reduce"
@@ -15,9 +16,9 @@ timeout_ms=2000
 failed=0
 for c in $cases; do
   if [ "$backend" = mpi ]; then
-    run_job_retried 30 "$bin" "case $c" env IDIST_TEST_BACKEND=mpi "$@" -np "$np" "$bin" "$c" "$timeout_ms"
+    run_job_retried "$(scaled 30)" "$bin" "case $c" env IDIST_TEST_BACKEND=mpi "$@" -np "$np" "$bin" "$c" "$timeout_ms"
   else
-    run_job 30 "$bin" env IDIST_TEST_BACKEND=gloo IDIST_TEST_SPAWN=$np "$bin" "$c" "$timeout_ms"
+    run_job "$(scaled 30)" "$bin" env IDIST_TEST_BACKEND=gloo IDIST_TEST_SPAWN=$np "$bin" "$c" "$timeout_ms"
   fi
   echo "case $c: exit $rc after $SECONDS s of the script"
   reports=$(grep -c "^case $c rank [0-9]*: \(returned\|raised\)" <<<"$out")

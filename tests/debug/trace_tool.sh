@@ -10,6 +10,13 @@ shift 3
 fail() { echo "FAIL: $*"; exit 1; }
 launcher=("$@")
 export IDIST_DISTRIBUTED_DEBUG=INFO OMP_NUM_THREADS=1
+# How each job must end: on mpi the timed-out ranks leave the backend broken and finalize() ends the
+# job (exit 1); on gloo every rank reports its error and finalizes (exit 0). A rank killed by a
+# signal, or a job past its bound (124), fails.
+[ "$backend" = mpi ] && want_rc=1 || want_rc=0
+check_rc() {  # check_rc <scenario> <exit status>
+  [ "$2" -eq "$want_rc" ] || { echo "$out" | tail -20; fail "$1: the job exited with $2, expected $want_rc"; }
+}
 dir=$(mktemp -d /tmp/idist-trace-XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 
@@ -18,7 +25,9 @@ if [ "$backend" = mpi ]; then
 else
   out=$(IDIST_TEST_BACKEND=gloo IDIST_TEST_SPAWN=3 IDIST_TRACE_DIR=$dir/diverge timeout 120 "$scenario" diverge 2000 2>&1)
 fi
+job_rc=$?
 echo "$out" | grep "^rank"
+check_rc diverge $job_rc
 for r in 0 1 2; do [ -f "$dir/diverge/idist_trace_rank$r.json" ] || fail "diverge: rank $r wrote no dump"; done
 report=$("$tool" "$dir/diverge"); rc=$?
 echo "$report"
@@ -31,7 +40,9 @@ if [ "$backend" = mpi ]; then
 else
   out=$(IDIST_TEST_BACKEND=gloo IDIST_TEST_SPAWN=3 IDIST_TRACE_DIR=$dir/missing timeout 120 "$scenario" missing 2000 2>&1)
 fi
+job_rc=$?
 echo "$out" | grep "^rank"
+check_rc missing $job_rc
 if [ "$backend" = gloo ]; then
   n=$(grep -c "^rank [01]: raised: .*ranks that have not reached it: rank 2 (last started seq 3)" <<<"$out")
   [ "$n" -eq 2 ] || fail "missing: $n of 2 timed-out ranks named rank 2 at seq 3"

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "idx_reader.hpp"
+#include "support/ci.hpp"
 
 namespace fs = std::filesystem;
 using fashion_mnist::DataError;
@@ -202,7 +203,8 @@ TEST_F(IdxReaderTest, SplitChecksThatCountsMatch) {
 
 TEST(IdxReaderRealData, ReadsInstalledFashionMnistWhenPresent) {
   const fs::path dir = "/usr/share/datasets/fashion-mnist";
-  if (!fs::exists(dir / "t10k-images-idx3-ubyte.gz")) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  if (!fs::exists(dir / "t10k-images-idx3-ubyte.gz"))
+    IDIST_SKIP_OR_FAIL_IN_CI("dataset-fashion-mnist is not installed");
   const auto split = fashion_mnist::read_split(dir, "t10k");
   EXPECT_EQ(split.images.count, 10000u);
   ASSERT_EQ(split.labels.size(), 10000u);

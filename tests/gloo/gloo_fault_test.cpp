@@ -15,6 +15,7 @@
 
 #include "idist/idist.hpp"
 #include "launcher/process_helpers.hpp"
+#include "support/time_scale.hpp"
 
 namespace {
 
@@ -93,10 +94,10 @@ TEST(GlooFaults, PeerKilledBeforeACollective) {
     EXPECT_TRUE(rec.rfind("TimeoutError|", 0) == 0 || rec.rfind("BackendError|", 0) == 0)
         << "rank " << r << ": " << rec;
     EXPECT_GE(elapsed_ms(rec), 0) << rec;
-    EXPECT_LE(elapsed_ms(rec), 4000 + 3000) << "rank " << r << " raised too late: " << rec;
+    EXPECT_LE(elapsed_ms(rec), 4000 + idist::test::scaled(3000.0)) << "rank " << r << " raised too late: " << rec;
     EXPECT_NE(rec.find("all_reduce on rank " + std::to_string(r)), std::string::npos) << rec;
   }
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(20));
+  EXPECT_LT(Clock::now() - start, idist::test::scaled(std::chrono::seconds(20)));
   EXPECT_TRUE(idist::test::no_children_left());
 }
 
@@ -114,7 +115,8 @@ TEST(GlooFaults, SpawnStopsTheOthersQuicklyWhenAWorkerIsKilled) {
   });
   EXPECT_EQ(e.rank(), 2) << e.what();
   EXPECT_NE(std::string(e.what()).find("SIGKILL"), std::string::npos) << e.what();
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(20)) << "the sleeping workers were not stopped";
+  EXPECT_LT(Clock::now() - start, idist::test::scaled(std::chrono::seconds(20)))
+      << "the sleeping workers were not stopped";
   EXPECT_TRUE(idist::test::no_children_left());
 }
 
@@ -135,7 +137,7 @@ TEST(GlooFaults, PeerThatNeverJoinsTimesOut) {
   const std::string rec = read_text(dir.file("r0"));
   EXPECT_TRUE(rec.rfind("TimeoutError|", 0) == 0) << rec;
   EXPECT_GE(elapsed_ms(rec), 1500) << "gave up before the timeout: " << rec;
-  EXPECT_LE(elapsed_ms(rec), 2000 + 3000) << "raised too late: " << rec;
+  EXPECT_LE(elapsed_ms(rec), 2000 + idist::test::scaled(3000.0)) << "raised too late: " << rec;
   EXPECT_TRUE(idist::test::no_children_left());
 }
 

@@ -7,6 +7,7 @@
 #   failure_cases.sh <idist_mpi_failure_case> <mpirun and its flags...>
 set -u
 . "$(dirname "$0")/../support/mpi_launcher.sh"
+. "$(dirname "$0")/../support/time_scale.sh"  # upper bounds on durations scale with IDIST_TEST_TIME_SCALE
 bin=$1
 shift
 failed=0
@@ -16,7 +17,7 @@ timeout_ms=1000
 run() {
   local scenario=$1
   shift
-  run_job_retried 30 "$bin" "$scenario" env "$@" "${mpirun[@]}" -np 2 "$bin" "$scenario" "$timeout_ms"
+  run_job_retried "$(scaled 30)" "$bin" "$scenario" env "$@" "${mpirun[@]}" -np 2 "$bin" "$scenario" "$timeout_ms"
   [ "$job_overran" = 0 ] || rc=142  # past the bound: no expected status matches
 }
 fail() {
@@ -27,6 +28,18 @@ fail() {
 expect() {  # expect <case> <regex>: the output matches the extended regex
   grep -Eq -- "$2" <<<"$out" || fail "$1: no line matches /$2/"
 }
+# expect_ms <case> <regex with one ([0-9]+) group: a duration in ms> <at least> <below>: a line matches and
+# the duration lies in [at least, below), "below" scaled (a slow run is later, never earlier).
+expect_ms() {
+  local line pattern=$2 n below
+  below=$(scaled "$4")
+  line=$(grep -E -m1 -- "$pattern" <<<"$out") || { fail "$1: no line matches /$pattern/"; return; }
+  [[ "$pattern" == ^* ]] || pattern=".*$pattern"
+  n=$(sed -nE "s/${pattern}.*/\1/p" <<<"$line")
+  if ! [[ "$n" =~ ^[0-9]+$ ]] || [ "$n" -lt "$3" ] || [ "$n" -ge "$below" ]; then
+    fail "$1: ${n:-no number} ms, expected at least $3 and below $below ms: $line"
+  fi
+}
 mpirun=("$@")
 
 # 1. Counts 4 vs 8 floats, polled mode: a rank fails (truncation) or times out; its next collective
@@ -35,7 +48,7 @@ run count_mismatch IDIST_MPI_BLOCKING=0
 echo "count_mismatch polled: exit $rc"; echo "$out" | grep "^rank" | cut -c1-300
 [ "$rc" -eq 1 ] || fail "count_mismatch polled: exit status $rc, expected 1 (finalize() aborts)"
 expect "count_mismatch polled" "^rank [01]: first: raised (BackendError|TimeoutError)"
-expect "count_mismatch polled" "^rank [01]: second: raised BackendError after [0-9]{1,2} ms: all_reduce on rank [01]: the mpi backend is unusable since an earlier failure: "
+expect_ms "count_mismatch polled" "^rank [01]: second: raised BackendError after ([0-9]+) ms: all_reduce on rank [01]: the mpi backend is unusable since an earlier failure: " 0 100
 expect "count_mismatch polled" "idist: finalize\(\) on rank [01]: the mpi backend is unusable since an earlier failure: MPI_Iallreduce"
 
 # 2. The same in blocking mode (the default): MPI_Allreduce fails on the rank receiving too much; the
@@ -52,8 +65,8 @@ expect "count_mismatch blocking" "idist: (finalize\(\) on rank [01]: the mpi bac
 run never_arrives IDIST_MPI_BLOCKING=0
 echo "never_arrives polled: exit $rc"; echo "$out" | grep "^rank" | cut -c1-300
 [ "$rc" -eq 1 ] || fail "never_arrives polled: exit status $rc, expected 1"
-expect "never_arrives polled" "^rank 0: first: raised TimeoutError after (9[0-9]{2}|1[0-9]{3}) ms: all_reduce on rank 0 did not complete within 1000 ms"
-expect "never_arrives polled" "^rank 0: second: raised BackendError after [0-9]{1,2} ms: .*unusable since an earlier failure: MPI_Iallreduce on rank 0 timed out"
+expect_ms "never_arrives polled" "^rank 0: first: raised TimeoutError after ([0-9]+) ms: all_reduce on rank 0 did not complete within 1000 ms" 900 2000
+expect_ms "never_arrives polled" "^rank 0: second: raised BackendError after ([0-9]+) ms: .*unusable since an earlier failure: MPI_Iallreduce on rank 0 timed out" 0 100
 expect "never_arrives polled" "idist: finalize\(\) on rank 0: the mpi backend is unusable since an earlier failure: MPI_Iallreduce on rank 0 timed out"
 grep -q "rank 1: finalizing" <<<"$out" && fail "never_arrives polled: rank 1 outlived rank 0's abort"
 
@@ -62,14 +75,14 @@ grep -q "rank 1: finalizing" <<<"$out" && fail "never_arrives polled: rank 1 out
 run never_arrives
 echo "never_arrives blocking: exit $rc"; echo "$out" | grep "^idist" | cut -c1-300
 [ "$rc" -eq 124 ] || fail "never_arrives blocking: exit status $rc, expected 124 (watchdog)"
-expect "never_arrives blocking" "idist: rank 0: all_reduce on group world \(ranks 0-1\) has run for at least (9[0-9]{2}|1[0-9]{3}) ms, past the timeout of 1000 ms"
+expect_ms "never_arrives blocking" "idist: rank 0: all_reduce on group world \(ranks 0-1\) has run for at least ([0-9]+) ms, past the timeout of 1000 ms" 900 2000
 
 # 5. A non-blocking collective driven by the progress thread: the same guarantees (exit 1).
 run never_arrives_async IDIST_MPI_PROGRESS_THREAD=1
 echo "never_arrives_async progress thread: exit $rc"; echo "$out" | grep "^rank" | cut -c1-300
 [ "$rc" -eq 1 ] || fail "never_arrives_async: exit status $rc, expected 1"
-expect "never_arrives_async" "^rank 0: first: raised TimeoutError after (9[0-9]{2}|1[0-9]{3}) ms"
-expect "never_arrives_async" "^rank 0: second: raised BackendError after [0-9]{1,2} ms: .*MPI_Iallreduce on rank 0 timed out"
+expect_ms "never_arrives_async" "^rank 0: first: raised TimeoutError after ([0-9]+) ms" 900 2000
+expect_ms "never_arrives_async" "^rank 0: second: raised BackendError after ([0-9]+) ms: .*MPI_Iallreduce on rank 0 timed out" 0 100
 expect "never_arrives_async" "idist: finalize\(\) on rank 0: the mpi backend is unusable"
 
 [ $failed -eq 0 ] && echo "mpi failure cases: every job ended with a message and exit 1 or 124, none by a signal"

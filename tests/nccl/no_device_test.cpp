@@ -14,6 +14,7 @@
 #include "idist/idist.hpp"
 #include "nccl/cuda_error.hpp"
 #include "support/scoped_env.hpp"
+#include "support/time_scale.hpp"
 
 namespace {
 
@@ -57,7 +58,8 @@ TEST(NcclNoDevice, InitializeFailsAtOnceWithTheClearError) {
     EXPECT_NE(msg.find("CUDA_VISIBLE_DEVICES"), std::string::npos) << msg;
     std::cout << "[ message  ] " << msg << "\n";
   }
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s) << "the device check must come before the rendezvous";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, idist::test::scaled(5s))
+      << "the device check must come before the rendezvous";
   // The failed initialize leaves the serial model in place.
   EXPECT_EQ(idist::backend(), std::nullopt);
   EXPECT_EQ(idist::model_name(), "serial");

@@ -18,6 +18,7 @@
 #include "store/prefix_store.hpp"
 #include "store_test_util.hpp"
 #include "support/scoped_env.hpp"
+#include "support/time_scale.hpp"
 
 namespace {
 using namespace std::chrono_literals;
@@ -150,7 +151,7 @@ TEST(C10dStoreTorch, WaitTimesOutNamingTheMissingKeysAndRecovers) {
   }
   const double took = idist::test::seconds_since(start);
   EXPECT_GE(took, 0.39);
-  EXPECT_LT(took, 5.0);
+  EXPECT_LT(took, idist::test::scaled(5.0));
   // The dropped connection cancelled the wait on the server: the store keeps working, and the key's
   // later arrival wakes nobody stale.
   server.set("absent", "now");
@@ -170,7 +171,7 @@ TEST(C10dStoreTorch, GetTimesOutAfterTheStoreTimeout) {
   } catch (const idist::TimeoutError& e) {
     EXPECT_NE(std::string(e.what()).find("'never'"), std::string::npos) << e.what();
   }
-  EXPECT_LT(idist::test::seconds_since(start), 5.0);
+  EXPECT_LT(idist::test::seconds_since(start), idist::test::scaled(5.0));
   EXPECT_TRUE(store->check({}));
 }
 
@@ -219,7 +220,7 @@ TEST(C10dStoreTorch, ServerGoneIsAnErrorNotAHang) {
   const auto start = Clock::now();
   EXPECT_THROW(store->set("b", bytes("2")), idist::Error);
   EXPECT_THROW(store->get("a"), idist::Error);
-  EXPECT_LT(idist::test::seconds_since(start), 10.0);
+  EXPECT_LT(idist::test::seconds_since(start), idist::test::scaled(10.0));
 }
 
 TEST(C10dStoreTorch, OverrideOfTheRightVersionSkipsTheProbe) {
@@ -244,7 +245,7 @@ TEST(C10dStoreTorch, OverrideOfTheWrongVersionFailsHarmlessly) {
   const auto keys = server.command("numkeys");
   const auto start = Clock::now();
   EXPECT_THROW(C10dStore("127.0.0.1", server.port(), 1s, C10dStoreOptions{"wrong", wrong}), idist::Error);
-  EXPECT_LT(idist::test::seconds_since(start), 5.0);
+  EXPECT_LT(idist::test::seconds_since(start), idist::test::scaled(5.0));
   EXPECT_EQ(server.command("numkeys"), keys);  // no key was set
   auto store = client(server);
   EXPECT_EQ(text(store->get("keep")), "1");
@@ -264,7 +265,7 @@ TEST(C10dStore, ConnectTimesOutWithoutAServer) {
               std::string::npos)
         << e.what();
   }
-  EXPECT_LT(idist::test::seconds_since(start), 3.0);
+  EXPECT_LT(idist::test::seconds_since(start), idist::test::scaled(3.0));
 }
 
 // ---- the stand-ins for torch 2.x's servers (protocol 2: VALIDATE first, queries shifted by one) ----
@@ -278,7 +279,7 @@ TEST_P(C10dStoreFakeV2, DetectsProtocol2AndWorks) {
   auto store = client(server);
   EXPECT_EQ(store->version(), Version::V2);
   // The threaded backend closes at once; libuv's silence costs one probe bound.
-  EXPECT_LT(idist::test::seconds_since(start), 3.0);
+  EXPECT_LT(idist::test::seconds_since(start), idist::test::scaled(3.0));
   store->set("a", bytes("x"));
   EXPECT_EQ(server.get("a"), "x");
   server.set("b", "y");

@@ -21,6 +21,7 @@
 #include "store/store_barrier.hpp"
 #include "store/tcp_store.hpp"
 #include "store_test_util.hpp"
+#include "support/time_scale.hpp"
 
 namespace {
 using namespace std::chrono_literals;
@@ -103,7 +104,7 @@ TEST(FileStore, WaitAndGetTimeOutNamingTheMissingKeys) {
     EXPECT_NE(msg.find(dir.path()), std::string::npos) << msg;
   }
   EXPECT_GE(seconds_since(start), 0.24);
-  EXPECT_LT(seconds_since(start), 0.8);
+  EXPECT_LT(seconds_since(start), idist::test::scaled(0.8));
   EXPECT_THROW(store.get("absent"), idist::TimeoutError);
 }
 

@@ -17,6 +17,7 @@
 #include "store/store_barrier.hpp"
 #include "store/tcp_store.hpp"
 #include "store_test_util.hpp"
+#include "support/time_scale.hpp"
 
 namespace {
 using namespace std::chrono_literals;
@@ -104,7 +105,7 @@ TEST(TCPStoreProcesses, ClientsSeeTheServerProcessDieInsteadOfHanging) {
   } catch (const idist::BackendError& e) {
     EXPECT_NE(std::string(e.what()).find("connection lost"), std::string::npos) << e.what();
   }
-  EXPECT_LT(seconds_since(start), 3.0);
+  EXPECT_LT(seconds_since(start), idist::test::scaled(3.0));
   EXPECT_EQ(wait_worker(server_pid, 10s), 0);
 }
 
@@ -121,7 +122,7 @@ TEST(TCPStoreProcesses, KilledClientDoesNotDelayTheServersShutdown) {
   EXPECT_EQ(wait_worker(pid, 5s), 128 + SIGKILL);
   const auto start = Clock::now();
   server.reset();  // no client left: returns without waiting for the 20 s timeout
-  EXPECT_LT(seconds_since(start), 2.0);
+  EXPECT_LT(seconds_since(start), idist::test::scaled(2.0));
 }
 
 TEST(Rendezvous, EnvInitMethodAcrossProcesses) { run_world("env://", free_port()); }
@@ -159,6 +160,6 @@ TEST(Rendezvous, MissingWorkersAreReportedAsKOfN) {
   } catch (const idist::TimeoutError& e) {
     EXPECT_NE(std::string(e.what()).find("2 of 3 workers joined"), std::string::npos) << e.what();
   }
-  EXPECT_LT(seconds_since(start), 3.0);
+  EXPECT_LT(seconds_since(start), idist::test::scaled(3.0));
   EXPECT_EQ(wait_worker(pid, 30s), 0);
 }

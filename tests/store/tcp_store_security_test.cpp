@@ -14,6 +14,7 @@
 #include "store/tcp_store_protocol.hpp"
 #include "store/tcp_store_server.hpp"
 #include "store_test_util.hpp"
+#include "support/time_scale.hpp"
 
 namespace {
 using namespace std::chrono_literals;
@@ -65,14 +66,14 @@ TEST(TCPStoreToken, ClientsWithoutTheTokenAreRefusedAndChangeNothing) {
   {  // raw frames without a handshake: closed, nothing stored
     RawStoreClient raw(server.port());
     raw.send_frame(static_cast<std::uint8_t>(detail::Op::Set), set_payload("k", "attacker"));
-    EXPECT_TRUE(raw.closed_by_server(2s));
+    EXPECT_TRUE(raw.closed_by_server(idist::test::scaled(2s)));
   }
   {  // a wrong token, then a SET anyway
     RawStoreClient raw(server.port());
     raw.hello("guess");
     raw.send_frame(static_cast<std::uint8_t>(detail::Op::Set), set_payload("k", "attacker"));
-    EXPECT_EQ(raw.read_reply(2s), detail::Status::Error);
-    EXPECT_TRUE(raw.closed_by_server(2s));
+    EXPECT_EQ(raw.read_reply(idist::test::scaled(2s)), detail::Status::Error);
+    EXPECT_TRUE(raw.closed_by_server(idist::test::scaled(2s)));
   }
   EXPECT_EQ(good->get_string("k"), "original");
   EXPECT_FALSE(good->check({"attacker"}));
@@ -114,8 +115,8 @@ TEST(TCPStoreLimits, ConnectionsWithoutHandshakeTimeOutButClientsIdleBetweenCall
   auto c = client(server.port(), "");
   RawStoreClient idle(server.port());
   const auto start = Clock::now();
-  EXPECT_TRUE(idle.closed_by_server(3s));
-  EXPECT_LT(seconds_since(start), 2.0);
+  EXPECT_TRUE(idle.closed_by_server(idist::test::scaled(3s)));
+  EXPECT_LT(seconds_since(start), idist::test::scaled(2.0));
   std::this_thread::sleep_for(600ms);  // twice the handshake timeout, idle
   EXPECT_EQ(server.num_connections(), 1);
   c->set("after-idle", bytes("ok"));
@@ -131,7 +132,7 @@ TEST(TCPStoreLimits, TheConnectionCapEvictsConnectionsWithoutHandshakeFirst) {
   auto late = client(server.port(), "");
   late->set("k", bytes("v"));
   EXPECT_EQ(early->get_string("k"), "v");
-  EXPECT_LT(seconds_since(start), 1.0);
+  EXPECT_LT(seconds_since(start), idist::test::scaled(1.0));
   EXPECT_LE(server.num_connections(), 16);
 }
 
@@ -141,7 +142,7 @@ TEST(TCPStoreLimits, AnnouncedLengthsAllocateNothingAndBufferedBytesAreCapped) {
   {  // before the handshake: an announced 64 MiB is refused at once
     RawStoreClient raw(server.port());
     raw.send_frame(static_cast<std::uint8_t>(detail::Op::Hello), {}, 64u << 20);
-    EXPECT_TRUE(raw.closed_by_server(1s));
+    EXPECT_TRUE(raw.closed_by_server(idist::test::scaled(1s)));
   }
   // after a handshake: 20 connections announce 64 MiB each and send 512 KiB (10 MiB together)
   std::vector<std::unique_ptr<RawStoreClient>> raws;
@@ -175,7 +176,7 @@ TEST(TCPStoreJoin, ARankClaimedTwiceIsReportedByTheServerAndTheSecondClaimant) {
     at_server = e.what();
   }
   EXPECT_NE(at_server.find("rank 1 was claimed by two processes"), std::string::npos) << at_server;
-  EXPECT_LT(seconds_since(start), 2.0);  // at once, not at the join timeout
+  EXPECT_LT(seconds_since(start), idist::test::scaled(2.0));  // at once, not at the join timeout
   EXPECT_NE(first->get_string(detail::kConflictKey).find("rank 1"), std::string::npos);
 }
 

@@ -17,6 +17,7 @@
 #include "store/tcp_store_protocol.hpp"
 #include "store/tcp_store_server.hpp"
 #include "store_test_util.hpp"
+#include "support/time_scale.hpp"
 
 namespace {
 using namespace std::chrono_literals;
@@ -191,7 +192,7 @@ TEST(TCPStore, WaitReturnsWhenAnotherClientSets) {
   const double waited = seconds_since(start);
   setter.join();
   EXPECT_GE(waited, 0.15);
-  EXPECT_LT(waited, 2.0);
+  EXPECT_LT(waited, idist::test::scaled(2.0));
   EXPECT_EQ(server->get_string("late"), "here");
 }
 
@@ -216,7 +217,7 @@ TEST(TCPStore, WaitTimesOutWithinTimeoutPlusSlackAndNamesKeysAndJoinCount) {
   } catch (const idist::TimeoutError& e) {
     const double elapsed = seconds_since(start);
     EXPECT_GE(elapsed, 0.29);
-    EXPECT_LT(elapsed, 0.3 + 0.7);
+    EXPECT_LT(elapsed, 0.3 + idist::test::scaled(0.7));
     const std::string msg = e.what();
     EXPECT_NE(msg.find("'absent'"), std::string::npos) << msg;
     EXPECT_NE(msg.find("missing 'absent'"), std::string::npos) << msg;
@@ -235,14 +236,14 @@ TEST(TCPStore, GetUsesTheStoreTimeout) {
   EXPECT_THROW(server->get("never"), idist::TimeoutError);
   const double elapsed = seconds_since(start);
   EXPECT_GE(elapsed, 0.39);
-  EXPECT_LT(elapsed, 1.2);
+  EXPECT_LT(elapsed, idist::test::scaled(1.2));
 }
 
 TEST(TCPStore, WaitWithoutTimeoutArgumentUsesTheStoreTimeout) {
   auto server = make_server(1, 300ms);
   const auto start = Clock::now();
   EXPECT_THROW(server->wait({"never"}), idist::TimeoutError);
-  EXPECT_LT(seconds_since(start), 1.0);
+  EXPECT_LT(seconds_since(start), idist::test::scaled(1.0));
   server->set("k", bytes("v"));
   server->wait({"k"});  // present: returns at once
 }
@@ -264,7 +265,7 @@ TEST(TCPStore, ServerWaitsForWorkersAndReportsKOfN) {
     EXPECT_NE(msg.find("2 of 3 workers joined"), std::string::npos) << msg;
     EXPECT_NE(msg.find(std::to_string(port)), std::string::npos) << msg;
   }
-  EXPECT_LT(seconds_since(start), 2.0);
+  EXPECT_LT(seconds_since(start), idist::test::scaled(2.0));
   worker.join();
   EXPECT_TRUE(joined);
 }
@@ -313,7 +314,7 @@ TEST(TCPStore, ConnectTimesOutWhenNoServerListens) {
   }
   const double elapsed = seconds_since(start);
   EXPECT_GE(elapsed, 0.45);
-  EXPECT_LT(elapsed, 1.0);
+  EXPECT_LT(elapsed, idist::test::scaled(1.0));
 }
 
 TEST(TCPStore, UnresponsiveServerTimesOutEveryCall) {
@@ -328,7 +329,7 @@ TEST(TCPStore, UnresponsiveServerTimesOutEveryCall) {
   } catch (const idist::TimeoutError& e) {
     EXPECT_NE(std::string(e.what()).find("no response"), std::string::npos) << e.what();
   }
-  EXPECT_LT(seconds_since(start), 1.0);
+  EXPECT_LT(seconds_since(start), idist::test::scaled(1.0));
 }
 
 TEST(TCPStore, ConcurrentClientsOnThreads) {
@@ -410,7 +411,7 @@ TEST(TCPStore, GarbageBytesCloseThatConnectionOnly) {
   for (auto& c : garbage) c = static_cast<char>(rng());
   RawClient raw(server->port());
   raw.send(garbage);
-  EXPECT_TRUE(raw.closed_by_server(2s));
+  EXPECT_TRUE(raw.closed_by_server(idist::test::scaled(2s)));
   bystander->set("b", bytes("ok"));
   EXPECT_EQ(bystander->get_string("b"), "ok");
   expect_server_serves(*server, "after-garbage");
@@ -421,7 +422,7 @@ TEST(TCPStore, ProtocolViolationsCloseTheConnection) {
   {  // unknown opcode with a valid magic
     RawClient raw(server->port());
     raw.send_frame(99, {});
-    EXPECT_TRUE(raw.closed_by_server(2s));
+    EXPECT_TRUE(raw.closed_by_server(idist::test::scaled(2s)));
   }
   {  // SET whose payload has trailing bytes
     RawClient raw(server->port());
@@ -430,7 +431,7 @@ TEST(TCPStore, ProtocolViolationsCloseTheConnection) {
     w.str("v");
     w.u8(0);
     raw.send_frame(static_cast<std::uint8_t>(detail::Op::Set), w.buffer());
-    EXPECT_TRUE(raw.closed_by_server(2s));
+    EXPECT_TRUE(raw.closed_by_server(idist::test::scaled(2s)));
   }
   {  // an empty key
     RawClient raw(server->port());
@@ -438,14 +439,14 @@ TEST(TCPStore, ProtocolViolationsCloseTheConnection) {
     w.str("");
     w.str("v");
     raw.send_frame(static_cast<std::uint8_t>(detail::Op::Set), w.buffer());
-    EXPECT_TRUE(raw.closed_by_server(2s));
+    EXPECT_TRUE(raw.closed_by_server(idist::test::scaled(2s)));
   }
   {  // a key length beyond the key limit inside a small payload
     RawClient raw(server->port());
     detail::Writer w;
     w.u32(static_cast<std::uint32_t>(idist::store::kMaxKeyBytes + 1));
     raw.send_frame(static_cast<std::uint8_t>(detail::Op::Add), w.buffer());
-    EXPECT_TRUE(raw.closed_by_server(2s));
+    EXPECT_TRUE(raw.closed_by_server(idist::test::scaled(2s)));
   }
   {  // bytes sent while a WAIT is pending
     RawClient raw(server->port());
@@ -456,7 +457,7 @@ TEST(TCPStore, ProtocolViolationsCloseTheConnection) {
     raw.send_frame(static_cast<std::uint8_t>(detail::Op::Wait), w.buffer());
     std::this_thread::sleep_for(50ms);
     raw.send("x", 1);
-    EXPECT_TRUE(raw.closed_by_server(2s));
+    EXPECT_TRUE(raw.closed_by_server(idist::test::scaled(2s)));
   }
   {  // a well-formed request is answered (the raw path itself works)
     RawClient raw(server->port());
@@ -474,13 +475,13 @@ TEST(TCPStore, OversizedLengthPrefixIsRejectedAtOnce) {
   const auto h = detail::encode_header(static_cast<std::uint8_t>(detail::Op::Set), 0xFFFFFFFFu);
   raw.send(h.data(), h.size());
   const auto start = Clock::now();
-  EXPECT_TRUE(raw.closed_by_server(2s));  // without waiting for 4 GiB that will never come
-  EXPECT_LT(seconds_since(start), 1.0);
+  EXPECT_TRUE(raw.closed_by_server(idist::test::scaled(2s)));  // without waiting for 4 GiB that will never come
+  EXPECT_LT(seconds_since(start), idist::test::scaled(1.0));
   RawClient raw2(server->port());
   const auto h2 = detail::encode_header(static_cast<std::uint8_t>(detail::Op::Set),
                                         static_cast<std::uint32_t>(detail::kMaxRequestPayload + 1));
   raw2.send(h2.data(), h2.size());
-  EXPECT_TRUE(raw2.closed_by_server(2s));
+  EXPECT_TRUE(raw2.closed_by_server(idist::test::scaled(2s)));
   expect_server_serves(*server, "after-oversized");
 }
 
@@ -501,7 +502,7 @@ TEST(TCPStore, ServerOutlivesClientsLastRequests) {
   owner.join();
   const double elapsed = seconds_since(start);
   EXPECT_GE(elapsed, 0.3);
-  EXPECT_LT(elapsed, 2.0);
+  EXPECT_LT(elapsed, idist::test::scaled(2.0));
 }
 
 TEST(TCPStore, ShutdownWaitIsBoundedByTheTimeout) {
@@ -511,7 +512,7 @@ TEST(TCPStore, ShutdownWaitIsBoundedByTheTimeout) {
   server.reset();
   const double elapsed = seconds_since(start);
   EXPECT_GE(elapsed, 0.45);
-  EXPECT_LT(elapsed, 1.5);
+  EXPECT_LT(elapsed, idist::test::scaled(1.5));
   // The server is gone: the client's next call fails (connection lost, then no server to reconnect to).
   EXPECT_THROW(client->set("x", bytes("y")), idist::Error);
 }
@@ -546,5 +547,5 @@ TEST(TCPStoreServer, CountsConnections) {
     EXPECT_EQ(server.num_connections(), 2);
     EXPECT_EQ(a.num_joined(), 2);
   }
-  EXPECT_TRUE(server.wait_until_no_clients(2s));
+  EXPECT_TRUE(server.wait_until_no_clients(idist::test::scaled(2s)));
 }

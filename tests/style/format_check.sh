@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Fails when a tracked C++ file differs from what .clang-format makes of it (the tree was formatted
 # once; this keeps it so). Prints each such file and the command that fixes it. Skips (exit 77, with
-# the reason) where clang-format or git is missing, e.g. a source tarball without .git.
+# the reason) where clang-format or git is missing, e.g. a source tarball without .git; fails there
+# under CI=true (tests/support/skip.sh).
 set -euo pipefail
 root="$1"
-command -v clang-format >/dev/null || { echo "SKIP: clang-format not found"; exit 77; }
-git -C "$root" rev-parse --git-dir >/dev/null 2>&1 || { echo "SKIP: $root is not a git checkout"; exit 77; }
+source "$(dirname "${BASH_SOURCE[0]}")/../support/skip.sh"
+command -v clang-format >/dev/null || skip_test "clang-format not found"
+git -C "$root" rev-parse --git-dir >/dev/null 2>&1 || skip_test "$root is not a git checkout"
 cd "$root"
 bad=()
 while IFS= read -r f; do
