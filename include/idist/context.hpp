@@ -23,7 +23,7 @@ struct InitOptions {
   /// Where the gloo and nccl backends rendezvous: "env://" (MASTER_ADDR / MASTER_PORT),
   /// "tcp://host:port" or "file:///path". Ignored by mpi.
   std::string init_method = "env://";
-  /// This process's rank; -1 = discover from the environment (see the API contract). Ignored by mpi.
+  /// This process's rank; -1 = discover from the environment (docs/launching.md). Ignored by mpi.
   int rank = -1;
   /// Number of processes; -1 = discover from the environment. Ignored by mpi.
   int world_size = -1;

@@ -2,7 +2,7 @@
 /// @file
 /// Rank discovery for the gloo and nccl backends, and the store each init method opens.
 ///
-/// Sources, first match wins (the API contract's order, with ignite's SLURM rules):
+/// Sources, first match wins (the order docs/launching.md gives, with ignite's SLURM rules):
 /// 1. explicit InitOptions: rank and world_size (both or neither), local_rank optional;
 /// 2. SLURM, when SLURM_JOB_ID is set: SLURM_PROCID / SLURM_LOCALID / SLURM_NTASKS / SLURM_JOB_NODELIST /
 ///    SLURM_JOB_NUM_NODES, with ignite's consistency rules against torchrun variables defined in the job
