@@ -128,6 +128,22 @@ TEST(Checkpoint, LoadsByCopyIntoTheModulesTensors) {
   EXPECT_GT(net->fc->weight.abs().sum().item<double>(), 0.0);
 }
 
+// A LibTorch module holder (torch::nn::Linear) is an item as it is, without .ptr().
+TEST(Checkpoint, TakesAModuleHolder) {
+  SharedDir dir;
+  torch::nn::Linear linear(3, 2);
+  Checkpoint ckpt(dir.path, {{"model", linear}});
+  ckpt.save({.iteration = 1});
+  ckpt.wait();
+  const auto saved = linear->weight.clone();
+  {
+    torch::NoGradGuard no_grad;
+    linear->weight.zero_();
+  }
+  ASSERT_TRUE(ckpt.load_latest().has_value());
+  EXPECT_TRUE(torch::equal(linear->weight, saved));
+}
+
 // save() copies the state before it returns: what training changes while the background write runs
 // is not in the file.
 TEST(Checkpoint, SavesTheStateOfTheCallNotOfTheWrite) {

@@ -39,6 +39,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -158,8 +159,12 @@ class CheckpointItem {
   /// An object that saves itself through two callables (see Checkpointable for when they run).
   CheckpointItem(std::string name, std::function<void(torch::serialize::OutputArchive&)> save,
                  std::function<void(torch::serialize::InputArchive&)> load);
-  /// Any target.
-  CheckpointItem(std::string name, Target target);
+  /// Any target. A template taking exactly Target, so that converting other objects to the
+  /// variant is never tried (LibTorch's module holders would fail hard inside that check).
+  template <class T>
+  requires std::same_as<std::remove_cvref_t<T>, Target> CheckpointItem(
+      std::string name, T&& target)  // NOLINT(google-explicit-constructor)
+      : CheckpointItem(TargetTag{}, std::move(name), Target(std::forward<T>(target))) {}
 
   /// The item's name (a key of ignite's to_save).
   const std::string& name() const noexcept { return name_; }
@@ -167,6 +172,8 @@ class CheckpointItem {
   const Target& target() const noexcept { return target_; }
 
  private:
+  struct TargetTag {};
+  CheckpointItem(TargetTag, std::string name, Target target);
   std::string name_;
   Target target_;
 };

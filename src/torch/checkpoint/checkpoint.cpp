@@ -61,7 +61,8 @@ void check_name(const std::string& name, const char* what) {
 
 }  // namespace
 
-CheckpointItem::CheckpointItem(std::string name, Target target) : name_(std::move(name)), target_(std::move(target)) {
+CheckpointItem::CheckpointItem(TargetTag, std::string name, Target target)
+    : name_(std::move(name)), target_(std::move(target)) {
   bool null = false;
   if (const auto* m = std::get_if<std::shared_ptr<torch::nn::Module>>(&target_)) null = !*m;
   if (const auto* o = std::get_if<std::shared_ptr<torch::optim::Optimizer>>(&target_)) null = !*o;
