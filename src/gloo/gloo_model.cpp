@@ -77,6 +77,7 @@ GlooModel::GlooModel(const InitOptions& opts) : ComputationModel(opts.timeout) {
     if (const auto why = rendezvous::unreachable_addresses(peers_, "GLOO_SOCKET_IFNAME"))
       throw BackendError(fmt::format("gloo: rank {} cannot form the world: {}", info.rank, *why));
     device_ = make_tcp_device(interface_);
+    if (const auto settings = PeerWatch::from_env()) watch_ = std::make_unique<PeerWatch>(*settings);
     std::vector<int> all(std::size_t(info.world_size));
     for (int r = 0; r < info.world_size; ++r) all[std::size_t(r)] = r;
     world_ = connect(std::move(all), "world", "idist/gloo/world");
@@ -121,7 +122,46 @@ std::unique_ptr<Communicator> GlooModel::connect(std::vector<int> ranks, std::st
   comm->name = std::move(name);
   comm->context = std::move(context);
   comm->lane = std::make_unique<OpLane>(comm->name);
+  watch(*comm);
   return comm;
+}
+
+void GlooModel::watch(Communicator& comm) {
+  if (!watch_) return;
+  const int self = int(std::lower_bound(comm.ranks.begin(), comm.ranks.end(), rank()) - comm.ranks.begin());
+  const std::string& my_address = peers_.at(std::size_t(rank())).address;
+  comm.sockets.assign(comm.ranks.size(), std::nullopt);
+  std::vector<PeerWatch::Host>& hosts = comm.watched.hosts;
+  for (int pos = 0; pos < int(comm.ranks.size()); ++pos) {
+    const int r = comm.ranks[std::size_t(pos)];
+    const std::string& address = peers_.at(std::size_t(r)).address;
+    if (pos == self || address == my_address || rendezvous::is_loopback_address(address)) continue;
+    auto& pair = comm.context->getPair(pos);
+    if (!pair) continue;
+    auto& socket = comm.sockets[std::size_t(pos)];
+    socket = find_pair_socket(*pair);
+    if (!socket) continue;
+    auto host = std::find_if(hosts.begin(), hosts.end(), [&](const auto& h) { return h.probe.address == address; });
+    if (host == hosts.end()) host = hosts.insert(hosts.end(), PeerWatch::Host{socket->remote, {}, {}});
+    host->positions.push_back(pos);
+    host->described += fmt::format("{}{}", host->described.empty() ? "" : ", ", describe_rank(peers_, r));
+  }
+  if (hosts.empty()) return;
+  const auto settings = watch_->settings();
+  comm.watched.on_lost = [&comm, settings](const std::vector<std::size_t>& lost) {
+    std::vector<std::string> named;
+    for (const std::size_t h : lost) named.push_back(comm.watched.hosts[h].described);
+    {  // before the shutdown: the failing operation reads it
+      std::lock_guard lock(comm.failure_mutex);
+      comm.unreachable = fmt::format(
+          "peers unreachable on the network (no answer to {} TCP probes of {} ms each while the operation "
+          "waited; the connections to them were shut down): {}",
+          settings.rounds, settings.probe_timeout.count(), fmt::join(named, ", "));
+    }
+    for (const std::size_t h : lost)
+      for (const int pos : comm.watched.hosts[h].positions) shutdown_pair_socket(*comm.sockets[std::size_t(pos)]);
+  };
+  watch_->add(comm.watched);
 }
 
 Communicator& GlooModel::communicator(const Group& group) {
@@ -156,18 +196,27 @@ void GlooModel::run_guarded(Communicator& comm, const char* op, int rank, const 
                     op, rank, comm.name, comm.failure));
   }
   const auto fail = [&](const std::string& detail, bool timed_out) {
+    std::string unreachable;  // the peer watch's verdict, when it ended the operation
+    {
+      std::lock_guard lock(comm.failure_mutex);
+      unreachable = comm.unreachable;
+    }
+    if (!unreachable.empty()) timed_out = false;
     // Only the first failure of a communicator looks for the lost peers (a bounded network probe).
-    const std::string lost = comm.broken.load(std::memory_order_acquire)
+    const std::string lost = !unreachable.empty() || comm.broken.load(std::memory_order_acquire)
                                  ? std::string()
                                  : lost_peers(detail, timed_out, comm.ranks, rank, peers, kPeerProbeTimeout);
-    const std::string msg = lost.empty()
-                                ? fmt::format(
-                                      "{} on {} (group {}) failed: {}; a peer may have died or issued a different "
-                                      "collective (another operation, element type, count, reduce op or root: "
-                                      "IDIST_DISTRIBUTED_DEBUG=DETAIL names it)",
-                                      op, describe_rank(peers, rank), comm.name, detail)
-                                : fmt::format("{} on {} (group {}) failed: {}; {}", op, describe_rank(peers, rank),
-                                              comm.name, detail, lost);
+    std::string msg;
+    if (!unreachable.empty())
+      msg = fmt::format("{} on {} (group {}) failed: {} (gloo then reported: {})", op, describe_rank(peers, rank),
+                        comm.name, unreachable, detail);
+    else if (lost.empty())
+      msg = fmt::format(
+          "{} on {} (group {}) failed: {}; a peer may have died or issued a different collective (another "
+          "operation, element type, count, reduce op or root: IDIST_DISTRIBUTED_DEBUG=DETAIL names it)",
+          op, describe_rank(peers, rank), comm.name, detail);
+    else
+      msg = fmt::format("{} on {} (group {}) failed: {}; {}", op, describe_rank(peers, rank), comm.name, detail, lost);
     {
       std::lock_guard lock(comm.failure_mutex);
       if (comm.failure.empty()) comm.failure = msg;
@@ -176,7 +225,16 @@ void GlooModel::run_guarded(Communicator& comm, const char* op, int rank, const 
     if (timed_out) throw TimeoutError(msg);
     throw BackendError(msg);
   };
+  // The peer watch sees how long this operation has been running.
+  struct Busy {
+    std::atomic<std::int64_t>& since;
+    explicit Busy(std::atomic<std::int64_t>& s) : since(s) {
+      since.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_release);
+    }
+    ~Busy() { since.store(0, std::memory_order_release); }
+  };
   try {
+    const Busy busy(comm.watched.busy_since);
     run(*comm.context);
   } catch (const TimeoutError& e) {
     fail(e.what(), true);
@@ -352,6 +410,7 @@ void GlooModel::teardown(bool barrier_first) noexcept {
     }
   }
   try {
+    watch_.reset();  // first: it calls into the communicators
     groups_.for_each([](auto& comm) { comm->lane->stop("the gloo backend was finalized"); });
     if (world_) world_->lane->stop("the gloo backend was finalized");
     // Leaving on an error (no closing barrier, or a failed communicator): peers may be dead or stuck, so

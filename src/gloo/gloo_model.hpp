@@ -10,6 +10,8 @@
 
 #include "core/group_cache.hpp"
 #include "gloo/op_lane.hpp"
+#include "gloo/pair_socket.hpp"
+#include "gloo/peer_watch.hpp"
 #include "gloo/retained_options.hpp"
 #include "gloo/sigpipe_guard.hpp"
 #include "idist/computation_model.hpp"
@@ -40,6 +42,13 @@ struct Communicator {
   std::mutex failure_mutex;
   std::string failure;
   std::atomic<bool> broken{false};
+  /// Set (under failure_mutex) by the peer watch when it shut down the connections to lost hosts:
+  /// the failure message names them instead of guessing from Gloo's error.
+  std::string unreachable;
+  /// The socket of the connection to each position's rank on another host (none for this rank).
+  std::vector<std::optional<PairSocket>> sockets;
+  /// What the peer watch sees of this communicator (its other hosts, the running operation).
+  PeerWatch::Subject watched;
   /// monitored_barrier calls so far: names each one's store keys.
   std::atomic<std::uint64_t> monitored_barriers{0};
 };
@@ -52,7 +61,9 @@ struct Communicator {
 ///   one-node world); the ranks then exchange their hosts and addresses (the peer table) and refuse at
 ///   once a world where a rank advertises a loopback address to other hosts.
 /// - Failures name the lost peer by rank and host: from the address in Gloo's I/O error, or after a
-///   timeout by a one-second TCP probe of the other hosts.
+///   timeout by a one-second TCP probe of the other hosts. A peer host that stops answering on the
+///   network while an operation waits (a partition, a crashed host) ends the operation within about
+///   two seconds (PeerWatch, IDIST_GLOO_PEER_WATCH), instead of at the timeout.
 /// - Collectives: gloo::allreduce (ring; IDIST_GLOO_ALLREDUCE=bcube selects bcube), gloo::allgather,
 ///   gloo::allgatherv, gloo::broadcast and gloo::barrier, each bounded by InitOptions::timeout.
 /// - Groups: a group's first use connects its own gloo context, rendezvoused under the store prefix
@@ -122,6 +133,8 @@ class GlooModel final : public ComputationModel {
   template <class Run>
   static void run_guarded(Communicator& comm, const char* op, int rank, const rendezvous::PeerTable& peers,
                           const Run& run);
+  /// Lets the peer watch (when on) probe `comm`'s other hosts while one of its operations waits.
+  void watch(Communicator& comm);
   /// Releases everything in teardown order. `barrier_first`: finalize()'s closing barrier.
   void teardown(bool barrier_first) noexcept;
 
@@ -133,6 +146,8 @@ class GlooModel final : public ComputationModel {
   // Options of failed operations (retained_options.hpp); declared before device_, so destroyed after it.
   std::unique_ptr<RetainedOptions> retained_ = std::make_unique<RetainedOptions>();
   std::shared_ptr<gloo::transport::Device> device_;
+  // Watches the communicators below (destroyed first in teardown: it calls into them).
+  std::unique_ptr<PeerWatch> watch_;
   std::unique_ptr<Communicator> world_;
   core::GroupCache<std::unique_ptr<Communicator>> groups_;
   bool use_bcube_ = false;
