@@ -120,10 +120,9 @@ Trainer::Trainer(const std::string& model, Config config, std::int64_t batch, st
       idist::register_comm_hook(
           w_.model, idist::comm_hooks::powersgd(
                         {.matrix_approximation_rank = std::stoi(config_.hook.substr(8)), .start_powersgd_iter = 2}));
-    if (auto r = idist::detail::reducer_of(w_.model)) {
-      for (std::size_t b : r->bucket_bytes()) bucket_bytes_ += b;
-      buckets_ = r->buckets().size();
-    }
+    const std::vector<std::size_t> buckets = idist::gradient_bucket_bytes(w_.model);
+    for (std::size_t b : buckets) bucket_bytes_ += b;
+    buckets_ = buckets.size();
   } else if (config_.strategy != Strategy::Local && world_ > 1) {
     // The status quo starts from the same weights too (what users do by hand: broadcast once).
     for (auto& p : w_.model->parameters()) idist::broadcast(p.detach(), 0);

@@ -26,78 +26,15 @@
 #include <vector>
 
 #include "idist/context.hpp"
+#include "idist/detail/collectives.hpp"
 #include "idist/detail/format.hpp"
 #include "idist/error.hpp"
 #include "idist/group.hpp"
+#include "idist/op_type.hpp"
 #include "idist/types.hpp"
 #include "idist/work.hpp"
 
 namespace idist {
-
-namespace detail {
-
-template <Element T>
-Buffer buffer_of(std::span<T> s, Device device) {
-  return Buffer{const_cast<std::remove_cv_t<T>*>(s.data()), s.size(), dtype_of<T>, device};
-}
-template <Element T>
-Buffer host_buffer(T& value) {
-  return Buffer{&value, 1, dtype_of<T>, Device{}};
-}
-
-/// Non-blocking in-place all-reduce of `data` living on `device`; ranks outside `group` get a
-/// completed Work.
-template <Element T>
-Work all_reduce_on(std::span<T> data, Device device, ReduceOp op, const Group& group) {
-  ComputationModel& m = current_model();
-  if (!m.group_rank(group)) return Work{};
-  return m.all_reduce(buffer_of(data, device), op, group);
-}
-
-/// Blocking form of all_reduce_on (the model's all_reduce_blocking); ranks outside `group` return
-/// at once.
-template <Element T>
-void all_reduce_wait(std::span<T> data, Device device, ReduceOp op, const Group& group) {
-  ComputationModel& m = current_model();
-  if (!m.group_rank(group)) return;
-  m.all_reduce_blocking(buffer_of(data, device), op, group);
-}
-
-/// Throws ValueError unless 0 <= src < world size.
-void check_src(const ComputationModel& model, int src, std::string_view fn);
-
-/// Non-blocking in-place broadcast of `data` living on `device` from world rank `src`.
-template <Element T>
-Work broadcast_on(std::span<T> data, Device device, int src, const Group& group) {
-  ComputationModel& m = current_model();
-  check_src(m, src, "broadcast");
-  if (!m.group_rank(group)) return Work{};
-  return m.broadcast(buffer_of(data, device), src, group);
-}
-
-/// Blocking form of broadcast_on (the model's broadcast_blocking).
-template <Element T>
-void broadcast_wait(std::span<T> data, Device device, int src, const Group& group) {
-  ComputationModel& m = current_model();
-  check_src(m, src, "broadcast");
-  if (!m.group_rank(group)) return;
-  m.broadcast_blocking(buffer_of(data, device), src, group);
-}
-
-/// Gathers `in` whose element count may differ between ranks. Returns the concatenation in rank
-/// order and sets `counts` to each rank's element count. Handles ranks outside `group`.
-std::vector<std::byte> all_gather_varying(ConstBuffer in, const Group& group, std::vector<std::size_t>& counts);
-
-/// Broadcasts `bytes` from world rank `src`, resizing the receivers' vector to the source's length
-/// (a length header, then the payload). A source passing `present` false makes every rank throw
-/// ValueError naming `what` and the source rank.
-void broadcast_bytes(std::vector<std::byte>& bytes, bool present, int src, std::string_view what);
-
-/// Validates ignite's rules for a missing broadcast value on the local rank.
-/// @throws ValueError when !present and (is_src or !safe_mode).
-void check_broadcast_presence(bool present, bool is_src, bool safe_mode);
-
-}  // namespace detail
 
 // ---------------------------------------------------------------------------------------------
 // all_reduce
@@ -107,7 +44,8 @@ void check_broadcast_presence(bool present, bool is_src, bool safe_mode);
 /// @throws ValueError for an op the element type cannot take (And / Or on floating types).
 template <Element T>
 Work all_reduce_async(std::span<T> data, ReduceOp op = ReduceOp::Sum, const Group& group = {}) {
-  return detail::all_reduce_on(data, current_model().buffer_device(), op, group);
+  ComputationModel& m = current_model();
+  return m.all_reduce(detail::buffer_of(data, m.buffer_device()), op, group);
 }
 
 /// In-place reduction of the contiguous `data` (same length on every rank) with `op` over `group`.
@@ -115,7 +53,8 @@ Work all_reduce_async(std::span<T> data, ReduceOp op = ReduceOp::Sum, const Grou
 /// @throws ValueError for an unsupported op / type pair; TimeoutError after the timeout.
 template <Element T>
 void all_reduce(std::span<T> data, ReduceOp op = ReduceOp::Sum, const Group& group = {}) {
-  detail::all_reduce_wait(data, current_model().buffer_device(), op, group);
+  ComputationModel& m = current_model();
+  m.all_reduce(detail::buffer_of(data, m.buffer_device()), op, group, Completion::Blocking);
 }
 
 /// all_reduce with ignite's op name ("SUM", "PRODUCT", "MIN", "MAX", "AND", "OR").
@@ -129,7 +68,7 @@ void all_reduce(std::span<T> data, std::string_view op, const Group& group = {})
 template <Element T>
 requires(!std::is_same_v<T, bool>) void all_reduce(std::vector<T>& data, ReduceOp op = ReduceOp::Sum,
                                                    const Group& group = {}) {
-  detail::all_reduce_wait(std::span<T>(data), Device{}, op, group);
+  current_model().all_reduce(detail::buffer_of(std::span<T>(data), Device{}), op, group, Completion::Blocking);
 }
 
 /// In-place reduction of a vector, with ignite's op name.
@@ -142,7 +81,7 @@ requires(!std::is_same_v<T, bool>) void all_reduce(std::vector<T>& data, std::st
 /// int). Mirrors ignite.distributed.all_reduce on a Python number. Serial: returns `value`.
 template <Element T>
 T all_reduce(T value, ReduceOp op = ReduceOp::Sum, const Group& group = {}) {
-  detail::all_reduce_wait(std::span<T>(&value, 1), Device{}, op, group);
+  current_model().all_reduce(Buffer{&value, 1, dtype_of<T>, Device{}}, op, group, Completion::Blocking);
   return value;
 }
 
@@ -183,49 +122,22 @@ requires(!std::is_same_v<T, bool>) std::vector<T> all_gather(const std::vector<T
 template <Element T>
 std::vector<T> all_gather(T value, const Group& group = {}) {
   ComputationModel& m = current_model();
-  if (!m.group_rank(group)) return {value};
-  const std::size_t n = std::size_t(m.group_size(group));
+  const ProcessGroup& pg = m.process_group(group);
+  if (!pg.is_member()) return {value};
+  const std::size_t n = std::size_t(pg.size());
   // A plain array, not the result vector: std::vector<bool> has no contiguous data().
   const std::unique_ptr<T[]> out(new T[n]);
-  m.all_gather_blocking(ConstBuffer{&value, 1, dtype_of<T>, Device{}}, Buffer{out.get(), n, dtype_of<T>, Device{}},
-                        group);
+  m.all_gather(ConstBuffer{&value, 1, dtype_of<T>, Device{}}, Buffer{out.get(), n, dtype_of<T>, Device{}}, group,
+               Completion::Blocking);
   return std::vector<T>(out.get(), out.get() + n);
 }
-
-namespace detail {
-
-/// The buffers of an equal-length all_gather of `in` into `out`, on the backend's memory; or
-/// std::nullopt on a rank outside `group`, which gets `in` copied to the front of `out` instead.
-/// @throws ValueError naming `fn` when out.size() is not in.size() times the group size (outside
-///         the group: when out is smaller than in).
-template <Element T>
-std::optional<std::pair<ConstBuffer, Buffer>> gather_into_buffers(ComputationModel& m, std::span<const T> in,
-                                                                  std::span<T> out, const Group& group,
-                                                                  std::string_view fn) {
-  if (!m.group_rank(group)) {
-    if (out.size() < in.size())
-      throw ValueError(format_message("{}: out has {} elements, fewer than in's {}", fn, out.size(), in.size()));
-    std::copy(in.begin(), in.end(), out.begin());
-    return std::nullopt;
-  }
-  const std::size_t n = std::size_t(m.group_size(group));
-  if (out.size() != in.size() * n)
-    throw ValueError(
-        format_message("{}: out has {} elements, expected in.size() * group size = {}", fn, out.size(), in.size() * n));
-  const Device dev = m.buffer_device();
-  return std::pair{ConstBuffer{in.data(), in.size(), dtype_of<T>, dev}, buffer_of(out, dev)};
-}
-
-}  // namespace detail
 
 /// Non-blocking all_gather of equal-length spans: `out` holds in.size() * group size elements.
 /// Spans follow the backend's memory rule (host, or device memory for nccl).
 /// @throws ValueError when out.size() is not in.size() times the group size.
 template <Element T>
 Work all_gather_async(std::span<const T> in, std::span<T> out, const Group& group = {}) {
-  ComputationModel& m = current_model();
-  const auto b = detail::gather_into_buffers(m, in, out, group, "all_gather_async");
-  return b ? m.all_gather(b->first, b->second, group) : Work{};
+  return detail::gather_spans(in, out, group, Completion::Async);
 }
 
 /// Blocking all_gather of equal-length spans into `out` (in.size() * group size elements, rank
@@ -236,9 +148,7 @@ Work all_gather_async(std::span<const T> in, std::span<T> out, const Group& grou
 ///         the timeout.
 template <Element T>
 void all_gather_into(std::span<const T> in, std::span<T> out, const Group& group = {}) {
-  ComputationModel& m = current_model();
-  if (const auto b = detail::gather_into_buffers(m, in, out, group, "all_gather_into"))
-    m.all_gather_blocking(b->first, b->second, group);
+  detail::gather_spans(in, out, group, Completion::Blocking);
 }
 
 /// Gathers a string of any length and any UTF-8 (or binary) content from every rank of `group`.
@@ -256,7 +166,8 @@ std::vector<std::vector<std::byte>> all_gather_object(std::span<const std::byte>
 /// @throws ValueError when src is outside [0, world size).
 template <Element T>
 Work broadcast_async(std::span<T> data, int src = 0, const Group& group = {}) {
-  return detail::broadcast_on(data, current_model().buffer_device(), src, group);
+  ComputationModel& m = current_model();
+  return m.broadcast(detail::buffer_of(data, m.buffer_device()), src, group);
 }
 
 /// In-place broadcast of `data` (same length on every rank) from rank `src`.
@@ -264,13 +175,14 @@ Work broadcast_async(std::span<T> data, int src = 0, const Group& group = {}) {
 /// @throws ValueError when src is outside [0, world size); TimeoutError after the timeout.
 template <Element T>
 void broadcast(std::span<T> data, int src = 0) {
-  detail::broadcast_wait(data, current_model().buffer_device(), src, Group{});
+  ComputationModel& m = current_model();
+  m.broadcast(detail::buffer_of(data, m.buffer_device()), src, Group{}, Completion::Blocking);
 }
 
 /// In-place broadcast of a vector (same length on every rank; not std::vector<bool>).
 template <Element T>
 requires(!std::is_same_v<T, bool>) void broadcast(std::vector<T>& data, int src = 0) {
-  detail::broadcast_wait(std::span<T>(data), Device{}, src, Group{});
+  current_model().broadcast(detail::buffer_of(std::span<T>(data), Device{}), src, Group{}, Completion::Blocking);
 }
 
 /// Returns rank `src`'s `value` on every rank, exactly (no rounding, same C++ type).
@@ -278,7 +190,7 @@ requires(!std::is_same_v<T, bool>) void broadcast(std::vector<T>& data, int src 
 /// @throws ValueError when src is outside [0, world size).
 template <Element T>
 T broadcast(T value, int src = 0) {
-  detail::broadcast_wait(std::span<T>(&value, 1), Device{}, src, Group{});
+  current_model().broadcast(Buffer{&value, 1, dtype_of<T>, Device{}}, src, Group{}, Completion::Blocking);
   return value;
 }
 
@@ -291,7 +203,7 @@ T broadcast(T value, int src = 0) {
 template <Element T>
 T broadcast(std::optional<T> value, int src, bool safe_mode) {
   ComputationModel& m = current_model();
-  detail::check_src(m, src, "broadcast");
+  detail::check_src(m, src, to_string(OpType::Broadcast));
   const bool is_src = m.rank() == src;
   if (!safe_mode) {
     detail::check_broadcast_presence(value.has_value(), is_src, safe_mode);
@@ -302,11 +214,11 @@ T broadcast(std::optional<T> value, int src, bool safe_mode) {
     bytes.resize(sizeof(T));
     std::memcpy(bytes.data(), &*value, sizeof(T));
   }
-  detail::broadcast_bytes(bytes, !is_src || value.has_value(), src, "broadcast");
+  detail::broadcast_bytes(bytes, !is_src || value.has_value(), src, to_string(OpType::Broadcast));
   if (bytes.size() != sizeof(T))
-    throw BackendError(detail::format_message(
-        "broadcast: received {} bytes from rank {}, expected {} (ranks disagree on the element type)", bytes.size(),
-        src, sizeof(T)));
+    throw BackendError(
+        detail::format_message("{}: received {} bytes from rank {}, expected {} (ranks disagree on the element type)",
+                               to_string(OpType::Broadcast), bytes.size(), src, sizeof(T)));
   T out{};
   std::memcpy(&out, bytes.data(), sizeof(T));
   return out;

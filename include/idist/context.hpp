@@ -35,7 +35,7 @@ struct InitOptions {
   /// timeout: past it, the rank prints the collective, rank, group and elapsed time and ends the
   /// job (it exits with code 124 and the launcher ends the other ranks), PyTorch's policy for hung
   /// NCCL collectives. false: non-blocking calls polled to the deadline, which raise a catchable
-  /// TimeoutError, but cost 1.5-3x the blocking call (Open MPI's libnbc; docs/performance.md).
+  /// TimeoutError, but cost more than the blocking call (Open MPI's libnbc; docs/performance.md).
   /// std::nullopt: the environment variable IDIST_MPI_BLOCKING (1 or 0; it applies to an adopted
   /// MPI context as well), else true. Blocking calls need MPI_THREAD_MULTIPLE (what idist asks
   /// for): a program that initialized MPI at a lower thread level gets the polled calls, whose lock

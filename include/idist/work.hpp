@@ -1,8 +1,10 @@
 #pragma once
 /// @file
-/// idist::Work, the handle of a non-blocking collective (the counterpart of the Work object that
-/// torch.distributed's async_op=True returns, which ignite.distributed builds on).
+/// idist::Work, the handle of a non-blocking operation and the future of what comes after it (the
+/// counterpart of the Work that torch.distributed's async_op=True returns, which ignite.distributed
+/// builds on, and of the torch.futures.Future a communication hook returns).
 
+#include <any>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -10,8 +12,12 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <string>
 #include <string_view>
+#include <type_traits>
+#include <typeinfo>
+#include <utility>
+
+#include "idist/op_type.hpp"
 
 namespace idist {
 
@@ -46,39 +52,85 @@ class AsyncWorkImpl : public WorkImpl {
 
 }  // namespace detail
 
-/// Handle of a non-blocking collective. A blocking collective is the async call plus wait().
+/// Handle of a non-blocking operation, and the future of the continuations added to it.
 ///
 /// Results (the buffer's new contents) are valid only after wait() returns. A Work that is never
 /// waited for does not block its destructor; the buffers it refers to must outlive the operation.
-/// Copies share state: waiting on one copy completes all of them.
+/// Copies share state: waiting on one copy completes all of them. A continuation added with then()
+/// runs once, on the thread that waits, after the operation; a continuation that returns a value
+/// gives the Work that value (value()), as torch.futures.Future.then does: a communication hook
+/// returns `all_reduce_async(bucket).then([bucket] { return bucket; })`.
 class Work {
  public:
-  /// An already completed operation (what every call returns on a rank outside the group).
-  Work();
+  /// An already completed operation without a value (what every call returns on a rank outside the
+  /// group, and the blocking forms). Allocates nothing.
+  Work() = default;
 
-  /// Wraps a backend operation. `op` ("all_reduce", ...) and `rank` name it in error messages;
-  /// `timeout` (milliseconds) bounds wait() when the caller gives no timeout of its own.
-  Work(std::shared_ptr<detail::WorkImpl> impl, std::string_view op, int rank, std::chrono::milliseconds timeout);
+  /// Wraps a backend operation. `op` and `rank` name it in error messages; `timeout` (milliseconds)
+  /// bounds wait() when the caller gives no timeout of its own. A null `impl` is an operation that
+  /// has completed; its continuations run at wait().
+  Work(std::shared_ptr<detail::WorkImpl> impl, OpType op, int rank, std::chrono::milliseconds timeout);
+
+  /// An already completed Work whose value() is `value` (torch.futures.Future with a result set).
+  template <class T>
+  static Work ready(T value) {
+    Work w;
+    w.set_value(std::any(std::move(value)));
+    return w;
+  }
+
+  /// A new Work that completes when `first` does, with continuations and a value of its own: `first`
+  /// and its continuations are unaffected, and waiting on either waits for the operation once. What a
+  /// hook returns when the Work of its collective is also waited for elsewhere (PowerSGD's first
+  /// all-reduce). Named and bounded like `first`.
+  static Work after(Work first);
 
   /// True once the operation finished. Non-blocking; also drives progress for backends that need it
-  /// (MPI). Call wait() before reading the results.
+  /// (MPI). The continuations may not have run yet: call wait() before reading the results.
   bool is_completed();
 
   /// Blocks until the operation finished, then runs the continuations added with then().
   /// @param timeout how long to wait from now; defaults to the timeout given at initialize().
   /// @throws TimeoutError naming the operation, rank and elapsed milliseconds when it does not finish
-  ///         in time; BackendError when the backend reports a failure.
+  ///         in time; BackendError when the backend reports a failure; what a continuation throws.
   void wait(std::optional<std::chrono::milliseconds> timeout = std::nullopt);
 
-  /// Adds `fn` to run (once, in the waiting thread) after the operation completes successfully,
-  /// e.g. copying a staging buffer back. `keep_alive` is held until then.
-  Work& then(std::function<void()> fn, std::shared_ptr<void> keep_alive = nullptr);
+  /// Adds `fn` to run once, on the waiting thread, after the operation completed successfully (at
+  /// once when it already did and was waited for), e.g. copying a staging buffer back or decompressing
+  /// a bucket. When `fn` returns a value, that value becomes this Work's value(). `keep_alive` is held
+  /// until then. Returns this Work.
+  template <class Fn>
+  requires std::is_invocable_v<Fn&> Work& then(Fn fn, std::shared_ptr<void> keep_alive = nullptr) {
+    if constexpr (std::is_void_v<std::invoke_result_t<Fn&>>)
+      return add_continuation([fn = std::move(fn)](std::any&) mutable { fn(); }, std::move(keep_alive));
+    else
+      return add_continuation([fn = std::move(fn)](std::any& value) mutable { value = fn(); }, std::move(keep_alive));
+  }
 
-  /// Name of the operation ("all_reduce", "broadcast", ...).
-  const std::string& op() const;
+  /// Whether the Work has a value (set by a continuation or ready()). Call after wait().
+  bool has_value() const;
+
+  /// wait(), then the value of type T.
+  /// @throws ValueError naming the operation when the Work has no value or one of another type; what
+  ///         wait() throws.
+  template <class T>
+  T value(std::optional<std::chrono::milliseconds> timeout = std::nullopt) {
+    wait(timeout);
+    const std::any* v = value_slot();
+    if (!v || v->type() != typeid(T)) throw_no_value(typeid(T));
+    return std::any_cast<T>(*v);
+  }
+
+  /// Name of the operation ("all_reduce", "broadcast", ...); empty for a Work that names none.
+  std::string_view op() const;
 
  private:
   struct State;
+  Work& add_continuation(std::function<void(std::any&)> fn, std::shared_ptr<void> keep_alive);
+  void set_value(std::any value);
+  const std::any* value_slot() const;
+  [[noreturn]] void throw_no_value(const std::type_info& wanted) const;
+
   std::shared_ptr<State> state_;
 };
 

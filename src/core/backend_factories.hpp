@@ -1,5 +1,5 @@
 #pragma once
-// Entry points each backend folder (src/mpi, src/gloo, src/nccl) defines for the registry.
+// Entry points each backend folder (src/serial, src/mpi, src/gloo, src/nccl) defines for the registry.
 #include <memory>
 
 #include "idist/computation_model.hpp"
@@ -7,6 +7,9 @@
 #include "idist/context.hpp"
 
 namespace idist {
+namespace serial_backend {
+std::unique_ptr<ComputationModel> create(const InitOptions& opts);
+}  // namespace serial_backend
 #if IDIST_HAVE_MPI
 namespace mpi_backend {
 std::unique_ptr<ComputationModel> create(const InitOptions& opts);

@@ -19,15 +19,16 @@ void check_src(const ComputationModel& model, int src, std::string_view fn) {
 std::vector<std::byte> all_gather_varying(ConstBuffer in, const Group& group, std::vector<std::size_t>& counts) {
   ComputationModel& m = current_model();
   const std::size_t esize = dtype_size(in.dtype);
-  if (!m.group_rank(group)) {
+  const ProcessGroup& pg = m.process_group(group);
+  if (!pg.is_member()) {
     counts = {in.count};
     const auto* p = static_cast<const std::byte*>(in.data);
     return std::vector<std::byte>(p, p + in.bytes());
   }
-  const std::size_t n = std::size_t(m.group_size(group));
+  const std::size_t n = std::size_t(pg.size());
   std::int64_t mine = std::int64_t(in.count);
   std::vector<std::int64_t> all(n);
-  m.all_gather_blocking(ConstBuffer{&mine, 1, DType::Int64}, Buffer{all.data(), n, DType::Int64}, group);
+  m.all_gather(ConstBuffer{&mine, 1, DType::Int64}, Buffer{all.data(), n, DType::Int64}, group, Completion::Blocking);
   counts.assign(all.begin(), all.end());
   const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
   std::vector<std::byte> out(total * esize);
@@ -35,9 +36,9 @@ std::vector<std::byte> all_gather_varying(ConstBuffer in, const Group& group, st
   const Buffer dst{out.data(), total, in.dtype, Device{}};
   const bool equal = std::all_of(counts.begin(), counts.end(), [&](std::size_t c) { return c == counts[0]; });
   if (equal)
-    m.all_gather_blocking(in, dst, group);
+    m.all_gather(in, dst, group, Completion::Blocking);
   else
-    m.all_gather_v(in, dst, counts, group).wait();
+    m.all_gather_v(in, dst, counts, group, Completion::Blocking);
   return out;
 }
 
@@ -45,18 +46,20 @@ void broadcast_bytes(std::vector<std::byte>& bytes, bool present, int src, std::
   ComputationModel& m = current_model();
   const bool is_src = m.rank() == src;
   std::int64_t header = is_src ? (present ? std::int64_t(bytes.size()) : -1) : 0;
-  m.broadcast_blocking(Buffer{&header, 1, DType::Int64, Device{}}, src, Group{});
+  m.broadcast(Buffer{&header, 1, DType::Int64, Device{}}, src, Group{}, Completion::Blocking);
   if (header < 0)
     throw ValueError(fmt::format("{}: source data can not be std::nullopt (source rank {} passed none)", what, src));
   if (!is_src) bytes.resize(std::size_t(header));
-  if (header > 0) m.broadcast_blocking(Buffer{bytes.data(), bytes.size(), DType::UInt8, Device{}}, src, Group{});
+  if (header > 0)
+    m.broadcast(Buffer{bytes.data(), bytes.size(), DType::UInt8, Device{}}, src, Group{}, Completion::Blocking);
 }
 
 void check_broadcast_presence(bool present, bool is_src, bool safe_mode) {
   if (present) return;
-  if (is_src) throw ValueError("broadcast: source data can not be std::nullopt");
+  const std::string_view op = to_string(OpType::Broadcast);
+  if (is_src) throw ValueError(fmt::format("{}: source data can not be std::nullopt", op));
   if (!safe_mode)
-    throw ValueError("broadcast: safe_mode should be true if std::nullopt is passed on a non-source rank");
+    throw ValueError(fmt::format("{}: safe_mode should be true if std::nullopt is passed on a non-source rank", op));
 }
 
 }  // namespace detail
@@ -95,7 +98,7 @@ std::string broadcast(std::string value, int src) {
 
 std::string broadcast(std::optional<std::string> value, int src, bool safe_mode) {
   ComputationModel& m = current_model();
-  detail::check_src(m, src, "broadcast");
+  detail::check_src(m, src, to_string(OpType::Broadcast));
   const bool is_src = m.rank() == src;
   if (!safe_mode) detail::check_broadcast_presence(value.has_value(), is_src, safe_mode);
   std::vector<std::byte> bytes;
@@ -103,7 +106,7 @@ std::string broadcast(std::optional<std::string> value, int src, bool safe_mode)
     const auto* p = reinterpret_cast<const std::byte*>(value->data());
     bytes.assign(p, p + value->size());
   }
-  detail::broadcast_bytes(bytes, !is_src || value.has_value(), src, "broadcast");
+  detail::broadcast_bytes(bytes, !is_src || value.has_value(), src, to_string(OpType::Broadcast));
   return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
@@ -126,25 +129,20 @@ std::vector<std::byte> broadcast_object(std::span<const std::byte> blob, int src
   return bytes;
 }
 
-Work barrier_async(const Group& group) {
-  ComputationModel& m = current_model();
-  if (!m.group_rank(group)) return Work{};
-  return m.barrier(group);
-}
+Work barrier_async(const Group& group) { return current_model().barrier(group); }
 
-void barrier(const Group& group) {
-  ComputationModel& m = current_model();
-  if (m.group_rank(group)) m.barrier_blocking(group);
-}
+void barrier(const Group& group) { current_model().barrier(group, Completion::Blocking); }
 
 Group new_group(std::vector<int> ranks) {
+  ComputationModel& m = current_model();
   if (ranks.empty()) {
-    if (!current_model().backend()) return Group{};  // ignite's serial new_group([]) == []
+    if (!m.backend()) return Group{};  // ignite's serial new_group([]) == []
     throw ValueError("new_group: ranks should be a non-empty list of world ranks, but given []");
   }
-  Group group(std::move(ranks));
-  current_model().group_rank(group);  // validates and creates the communicator on every rank
-  return group;
+  // Validates and creates the communicator on every rank; the Group keeps the resolution.
+  Group listed(std::move(ranks));
+  const ProcessGroup& pg = m.process_group(listed);
+  return Group(listed.ranks(), pg.shared_from_this());
 }
 
 }  // namespace idist

@@ -1,139 +1,149 @@
-// The ComputationModel front door (argument checks shared by every backend, then the backend's
-// do_* function) and the defaults: group validation, "not supported" collectives.
+// The ComputationModel front door: the argument checks every backend shares, the group resolution,
+// then the backend's do_* function; and the defaults: "not supported" operations.
 #include "idist/computation_model.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "core/collective_checks.hpp"
+#include "core/group_cache.hpp"
 #include "core/reduce_check.hpp"
 #include "idist/error.hpp"
 
 namespace idist {
 
+namespace {
+
+std::uint64_t next_model_id() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::vector<int> all_ranks(int n) {
+  std::vector<int> ranks(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) ranks[std::size_t(r)] = r;
+  return ranks;
+}
+
+}  // namespace
+
+struct ComputationModel::GroupTable {
+  core::GroupCache<std::shared_ptr<ProcessGroup>> cache;
+};
+
+ComputationModel::ComputationModel(std::chrono::milliseconds timeout)
+    : timeout_(timeout), id_(next_model_id()), groups_(std::make_unique<GroupTable>()) {
+  set_layout(layout_);
+}
+
+ComputationModel::~ComputationModel() = default;
+
 Device ComputationModel::device() const { return Device{}; }
 
 void ComputationModel::set_local_rank(int) {}
 
-std::vector<int> ComputationModel::normalize_group(const Group& group) const {
-  const int n = world_size();
-  std::vector<int> ranks = group.ranks();
-  if (group.is_world()) {
-    ranks.resize(std::size_t(n));
-    for (int r = 0; r < n; ++r) ranks[std::size_t(r)] = r;
-    return ranks;
-  }
-  for (int r : ranks)
-    if (r < 0 || r >= n)
-      throw ValueError(fmt::format("group {}: rank {} is outside [0, {}) (world size {})", group.str(), r, n, n));
-  std::sort(ranks.begin(), ranks.end());
-  if (std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end())
-    throw ValueError(fmt::format("group {}: ranks must be distinct", group.str()));
-  return ranks;
+void ComputationModel::set_layout(const WorldLayout& layout) {
+  layout_ = layout;
+  world_ = std::make_shared<ProcessGroup>(all_ranks(layout.world_size), layout.rank, layout.world_size, id_);
 }
 
-void ComputationModel::unsupported(std::string_view what) const {
-  throw BackendError(fmt::format("the {} backend does not support {}", backend().value_or("serial"), what));
+void ComputationModel::unsupported(OpType op) const {
+  throw BackendError(fmt::format("the {} backend does not support {}", backend().value_or("serial"), to_string(op)));
 }
 
-void ComputationModel::check_device_buffer(std::string_view op, std::string_view arg, const Device& device) const {
+void ComputationModel::check_device_buffer(OpType op, std::string_view arg, const Device& device) const {
   core::check_host_buffer(backend().value_or("serial"), op, arg, device);
 }
 
-// The front door: checks, then the backend.
+// ---------------------------------------------------------------------------------------------
+// groups
 
-void ComputationModel::check_all_reduce(const Buffer& data, ReduceOp op) const {
-  check_buffer("all_reduce", "data", data.device);
+const ProcessGroup& ComputationModel::process_group(const Group& group) {
+  if (group.is_world()) [[likely]]
+    return *world_;
+  if (const auto& made = group.resolved(); made && made->owner() == id_) return *made;
+  return resolve_list(group);
+}
+
+const ProcessGroup& ComputationModel::resolve_list(const Group& group) {
+  if (const auto* found = groups_->cache.find(group.ranks())) return **found;
+  const std::vector<int> sorted = core::validated_ranks(group, world_size());
+  return *groups_->cache.get_or_create(group.ranks(), sorted,
+                                       [&](const std::vector<int>& ranks) { return create_group(ranks); });
+}
+
+std::shared_ptr<ProcessGroup> ComputationModel::create_group(std::vector<int> sorted_ranks) {
+  if (int(sorted_ranks.size()) == world_size()) return world_;
+  return std::make_shared<ProcessGroup>(std::move(sorted_ranks), rank(), world_size(), id_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// the front door: checks, the group, then the backend
+
+Work ComputationModel::all_reduce(Buffer data, ReduceOp op, const Group& group, Completion how) {
+  check_buffer(OpType::AllReduce, "data", data.device);
   core::check_reduce_op(data.dtype, op);
+  const ProcessGroup& pg = process_group(group);
+  if (!pg.is_member()) [[unlikely]]
+    return Work{};
+  return do_reduce(Reduction{OpType::AllReduce, data, data, op, -1, pg}, how);
 }
 
-void ComputationModel::check_all_gather(const ConstBuffer& in, const Buffer& out, const Group& group) const {
-  check_buffer("all_gather", "in", in.device);
-  check_buffer("all_gather", "out", out.device);
-  core::check_all_gather_args(in, out, std::size_t(group_size(group)));
+Work ComputationModel::all_gather(ConstBuffer in, Buffer out, const Group& group, Completion how) {
+  check_buffer(OpType::AllGather, "in", in.device);
+  check_buffer(OpType::AllGather, "out", out.device);
+  const ProcessGroup& pg = process_group(group);
+  if (!pg.is_member()) [[unlikely]]
+    return Work{};
+  core::check_all_gather_args(in, out, std::size_t(pg.size()));
+  return do_gather(Gathering{OpType::AllGather, in, out, {}, -1, pg}, how);
 }
 
-Work ComputationModel::all_reduce(Buffer data, ReduceOp op, const Group& group) {
-  check_all_reduce(data, op);
-  return do_all_reduce(data, op, group);
+Work ComputationModel::all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, const Group& group,
+                                    Completion how) {
+  check_buffer(OpType::AllGatherV, "in", in.device);
+  check_buffer(OpType::AllGatherV, "out", out.device);
+  const ProcessGroup& pg = process_group(group);
+  if (!pg.is_member()) return Work{};
+  core::check_all_gather_v_args(in, out, counts, std::size_t(pg.size()), pg.rank());
+  return do_gather(Gathering{OpType::AllGatherV, in, out, counts, -1, pg}, how);
 }
 
-Work ComputationModel::all_gather(ConstBuffer in, Buffer out, const Group& group) {
-  check_all_gather(in, out, group);
-  return do_all_gather(in, out, group);
+Work ComputationModel::broadcast(Buffer data, int src, const Group& group, Completion how) {
+  check_buffer(OpType::Broadcast, "data", data.device);
+  core::check_world_root(OpType::Broadcast, src, world_size());
+  const ProcessGroup& pg = process_group(group);
+  if (!pg.is_member()) [[unlikely]]
+    return Work{};
+  const int root = pg.is_world() ? src : core::root_in_group(OpType::Broadcast, src, pg);
+  return do_distribute(Distribution{OpType::Broadcast, data, data, {}, root, pg}, how);
 }
 
-Work ComputationModel::all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts,
-                                    const Group& group) {
-  check_buffer("all_gather", "in", in.device);
-  check_buffer("all_gather", "out", out.device);
-  const std::optional<int> me = group_rank(group);
-  if (!me) core::throw_not_member("all_gather", rank(), group);
-  core::check_all_gather_v_args(in, out, counts, std::size_t(group_size(group)), *me);
-  return do_all_gather_v(in, out, counts, *me, group);
+Work ComputationModel::barrier(const Group& group, Completion how) {
+  const ProcessGroup& pg = process_group(group);
+  if (!pg.is_member()) [[unlikely]]
+    return Work{};
+  return do_barrier(pg, how);
 }
-
-int ComputationModel::check_broadcast(const Buffer& data, int src, const Group& group) const {
-  check_buffer("broadcast", "data", data.device);
-  if (group.is_world()) [[likely]] {
-    core::check_world_root(src, world_size());
-    return src;
-  }
-  return core::root_in_group(src, normalize_group(group), group);
-}
-
-Work ComputationModel::broadcast(Buffer data, int src, const Group& group) {
-  const int root = check_broadcast(data, src, group);
-  return do_broadcast(data, src, root, group);
-}
-
-Work ComputationModel::barrier(const Group& group) { return do_barrier(group); }
-
-void ComputationModel::all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) {
-  check_all_reduce(data, op);
-  do_all_reduce_blocking(data, op, group);
-}
-
-void ComputationModel::all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) {
-  check_all_gather(in, out, group);
-  do_all_gather_blocking(in, out, group);
-}
-
-void ComputationModel::broadcast_blocking(Buffer data, int src, const Group& group) {
-  const int root = check_broadcast(data, src, group);
-  do_broadcast_blocking(data, src, root, group);
-}
-
-void ComputationModel::barrier_blocking(const Group& group) { do_barrier_blocking(group); }
 
 void ComputationModel::monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) {
-  if (normalize_group(group).size() > 1) do_monitored_barrier(group, timeout, wait_all_ranks);
+  core::check_positive_timeout(OpType::MonitoredBarrier, timeout);
+  const ProcessGroup& pg = process_group(group);
+  if (pg.is_member() && pg.size() > 1) do_monitored_barrier(pg, timeout, wait_all_ranks);
 }
 
-// The backend's side: unsupported unless overridden; blocking forms wait on the non-blocking ones.
+// ---------------------------------------------------------------------------------------------
+// the backend's side: unsupported unless overridden
 
-Work ComputationModel::do_all_reduce(Buffer, ReduceOp, const Group&) { unsupported("all_reduce"); }
-Work ComputationModel::do_all_gather(ConstBuffer, Buffer, const Group&) { unsupported("all_gather"); }
-Work ComputationModel::do_all_gather_v(ConstBuffer, Buffer, std::span<const std::size_t>, int, const Group&) {
-  unsupported("all_gather with different lengths");
-}
-Work ComputationModel::do_broadcast(Buffer, int, int, const Group&) { unsupported("broadcast"); }
-Work ComputationModel::do_barrier(const Group&) { unsupported("barrier"); }
-
-void ComputationModel::do_all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) {
-  do_all_reduce(data, op, group).wait();
-}
-void ComputationModel::do_all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) {
-  do_all_gather(in, out, group).wait();
-}
-void ComputationModel::do_broadcast_blocking(Buffer data, int src, int root, const Group& group) {
-  do_broadcast(data, src, root, group).wait();
-}
-void ComputationModel::do_barrier_blocking(const Group& group) { do_barrier(group).wait(); }
-void ComputationModel::do_monitored_barrier(const Group&, std::chrono::milliseconds, bool) {
-  unsupported("monitored_barrier");
+Work ComputationModel::do_reduce(const Reduction& r, Completion) { unsupported(r.op); }
+Work ComputationModel::do_gather(const Gathering& g, Completion) { unsupported(g.op); }
+Work ComputationModel::do_distribute(const Distribution& d, Completion) { unsupported(d.op); }
+Work ComputationModel::do_barrier(const ProcessGroup&, Completion) { unsupported(OpType::Barrier); }
+void ComputationModel::do_monitored_barrier(const ProcessGroup&, std::chrono::milliseconds, bool) {
+  unsupported(OpType::MonitoredBarrier);
 }
 
 }  // namespace idist

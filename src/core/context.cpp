@@ -14,14 +14,15 @@
 #include "core/registry.hpp"
 #include "idist/error.hpp"
 #include "idist/logging.hpp"
-#include "serial/serial_model.hpp"
 
 namespace idist {
 
 namespace {
 
+std::unique_ptr<ComputationModel> serial_model() { return core::serial().create(InitOptions{}); }
+
 struct ContextState {
-  std::unique_ptr<ComputationModel> model = std::make_unique<serial_backend::SerialModel>();
+  std::unique_ptr<ComputationModel> model = serial_model();
   bool serial = true;
   // ignite's _need_to_sync: while serial and not explicitly initialized, every query first looks for
   // a context created outside idist (e.g. the program's own MPI_Init) and adopts it.
@@ -103,7 +104,7 @@ void finalize() {
   ContextState& s = state();
   if (s.serial) return;
   std::unique_ptr<ComputationModel> model = std::move(s.model);
-  s.model = std::make_unique<serial_backend::SerialModel>();
+  s.model = serial_model();
   s.serial = true;
   s.adopted = false;
   s.need_to_sync = true;
@@ -116,7 +117,7 @@ void sync(bool temporary) {
     // The program tore the context down: back to serial. The model's finalize() makes no call on a
     // finalized MPI; the per-query lookup keeps its state, as in ignite.
     std::unique_ptr<ComputationModel> gone = std::move(s.model);
-    s.model = std::make_unique<serial_backend::SerialModel>();
+    s.model = serial_model();
     s.serial = true;
     s.adopted = false;
     gone->finalize();

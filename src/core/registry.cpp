@@ -19,8 +19,12 @@ constexpr std::array kBackends = {
 #endif
     BackendEntry{"", nullptr, nullptr, nullptr},  // sentinel keeps the array non-empty in a serial-only build
 };
+
+constexpr BackendEntry kSerial{"serial", &serial_backend::create, nullptr};
 }  // namespace
 
 std::span<const BackendEntry> backends() { return std::span(kBackends).first(kBackends.size() - 1); }
+
+const BackendEntry& serial() { return kSerial; }
 
 }  // namespace idist::core

@@ -11,7 +11,7 @@ namespace idist::core {
 
 /// One compiled-in backend.
 struct BackendEntry {
-  std::string_view name;  ///< "nccl", "gloo" or "mpi"
+  std::string_view name;  ///< "serial", "nccl", "gloo" or "mpi"
   /// Creates and initializes the backend's model (collective over the world).
   std::unique_ptr<ComputationModel> (*create)(const InitOptions& opts);
   /// Returns a model wrapping a context created outside idist, or null when there is none
@@ -22,7 +22,10 @@ struct BackendEntry {
   bool (*has_context)();
 };
 
-/// Compiled-in backends in ignite's order: nccl, gloo, mpi.
+/// Compiled-in distributed backends in ignite's order: nccl, gloo, mpi.
 std::span<const BackendEntry> backends();
+
+/// The serial model's entry: what idist runs on before initialize() and after finalize().
+const BackendEntry& serial();
 
 }  // namespace idist::core

@@ -1,6 +1,7 @@
-// Work handle: deadline-bounded waits and continuations.
+// Work handle: deadline-bounded waits, continuations and values.
 #include "idist/work.hpp"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -33,29 +34,64 @@ bool AsyncWorkImpl::wait_until(std::chrono::steady_clock::time_point deadline) {
   return true;
 }
 
+namespace {
+
+// The operation of Work::after(): waits on the first Work.
+class AfterImpl final : public WorkImpl {
+ public:
+  explicit AfterImpl(Work first) : first_(std::move(first)) {}
+  bool test() override { return first_.is_completed(); }
+  bool wait_until(std::chrono::steady_clock::time_point deadline) override {
+    using namespace std::chrono;
+    if (deadline == steady_clock::time_point::max()) {
+      first_.wait();
+      return true;
+    }
+    const auto left = duration_cast<milliseconds>(deadline - steady_clock::now());
+    if (left.count() <= 0 && !first_.is_completed()) return false;
+    first_.wait(std::max(left, milliseconds(0)));  // its own TimeoutError names the operation
+    return true;
+  }
+
+ private:
+  Work first_;
+};
+
+}  // namespace
+
 }  // namespace detail
 
 struct Work::State {
   std::shared_ptr<detail::WorkImpl> impl;
-  std::string op;
+  std::optional<OpType> op;
   int rank = 0;
   std::chrono::milliseconds timeout{0};
   std::mutex mutex;  // serialises wait() so continuations run exactly once
   bool finished = false;
-  std::vector<std::function<void()>> continuations;
+  std::vector<std::function<void(std::any&)>> continuations;
   std::vector<std::shared_ptr<void>> keep_alive;
+  std::any value;
 };
 
-// No state: finished, with nothing to run. Every call on a rank outside the group and every blocking
-// form's internal handle is one, so it costs no allocation.
-Work::Work() = default;
-
-Work::Work(std::shared_ptr<detail::WorkImpl> impl, std::string_view op, int rank, std::chrono::milliseconds timeout)
+Work::Work(std::shared_ptr<detail::WorkImpl> impl, OpType op, int rank, std::chrono::milliseconds timeout)
     : state_(std::make_shared<State>()) {
   state_->impl = std::move(impl);
   state_->op = op;
   state_->rank = rank;
   state_->timeout = timeout;
+}
+
+Work Work::after(Work first) {
+  Work w;
+  w.state_ = std::make_shared<State>();
+  if (first.state_) {
+    std::lock_guard lock(first.state_->mutex);
+    w.state_->op = first.state_->op;
+    w.state_->rank = first.state_->rank;
+    w.state_->timeout = first.state_->timeout;
+  }
+  w.state_->impl = std::make_shared<detail::AfterImpl>(std::move(first));
+  return w;
 }
 
 bool Work::is_completed() {
@@ -68,9 +104,9 @@ void Work::wait(std::optional<std::chrono::milliseconds> timeout) {
   if (!state_) return;
   std::lock_guard lock(state_->mutex);
   if (state_->finished) return;
-  // A completed operation is finished without reading the clock (~100 ns on virtual machines,
-  // a measurable share of a small all-reduce): wait_until() then returns at once, rethrowing the
-  // operation's error if it failed. Otherwise the wait is bounded from now on.
+  // A completed operation is finished without reading the clock (a measurable share of a small
+  // all-reduce on virtual machines): wait_until() then returns at once, rethrowing the operation's
+  // error if it failed. Otherwise the wait is bounded from now on.
   if (state_->impl && state_->impl->test()) {
     state_->impl->wait_until(std::chrono::steady_clock::time_point::max());
   } else if (state_->impl) {
@@ -82,24 +118,29 @@ void Work::wait(std::optional<std::chrono::milliseconds> timeout) {
       throw TimeoutError(fmt::format(
           "{} on rank {} did not complete within {} ms (waited {} ms); a peer may have died or issued a different "
           "collective",
-          state_->op, state_->rank, limit.count(), elapsed.count()));
+          op(), state_->rank, limit.count(), elapsed.count()));
     }
   }
   state_->finished = true;
   state_->impl.reset();
-  for (auto& fn : state_->continuations) fn();
+  // Each continuation runs once, in order, even when one of them throws (the rest are dropped).
+  auto continuations = std::move(state_->continuations);
   state_->continuations.clear();
+  for (auto& fn : continuations) fn(state_->value);
   state_->keep_alive.clear();
 }
 
-Work& Work::then(std::function<void()> fn, std::shared_ptr<void> keep_alive) {
+Work& Work::add_continuation(std::function<void(std::any&)> fn, std::shared_ptr<void> keep_alive) {
   if (!state_) {
-    fn();
+    // Complete without state: run now; keep a value only if one is produced.
+    std::any value;
+    fn(value);
+    if (value.has_value()) set_value(std::move(value));
     return *this;
   }
   std::lock_guard lock(state_->mutex);
   if (state_->finished) {
-    fn();
+    fn(state_->value);
   } else {
     state_->continuations.push_back(std::move(fn));
     if (keep_alive) state_->keep_alive.push_back(std::move(keep_alive));
@@ -107,9 +148,35 @@ Work& Work::then(std::function<void()> fn, std::shared_ptr<void> keep_alive) {
   return *this;
 }
 
-const std::string& Work::op() const {
-  static const std::string none;
-  return state_ ? state_->op : none;
+void Work::set_value(std::any value) {
+  if (!state_) {
+    state_ = std::make_shared<State>();
+    state_->finished = true;
+  }
+  std::lock_guard lock(state_->mutex);
+  state_->value = std::move(value);
 }
+
+bool Work::has_value() const {
+  if (!state_) return false;
+  std::lock_guard lock(state_->mutex);
+  return state_->value.has_value();
+}
+
+const std::any* Work::value_slot() const {
+  if (!state_) return nullptr;
+  std::lock_guard lock(state_->mutex);
+  return state_->value.has_value() ? &state_->value : nullptr;
+}
+
+void Work::throw_no_value(const std::type_info& wanted) const {
+  const std::any* v = value_slot();
+  const std::string_view name = op();
+  throw ValueError(fmt::format("the Work of {} {}; expected a value of type {}", name.empty() ? "an operation" : name,
+                               v ? fmt::format("holds a value of type {}", v->type().name()) : "has no value",
+                               wanted.name()));
+}
+
+std::string_view Work::op() const { return state_ && state_->op ? to_string(*state_->op) : std::string_view(); }
 
 }  // namespace idist

@@ -19,9 +19,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "backend_kit/cuda_probe.hpp"
+#include "backend_kit/host_reduce.hpp"
 #include "core/backend_factories.hpp"
-#include "core/cuda_probe.hpp"
-#include "core/host_reduce.hpp"
 #include "gloo/call_tag.hpp"
 #include "gloo/gloo_store.hpp"
 #include "gloo/peer_diagnosis.hpp"
@@ -29,6 +29,7 @@
 #include "idist/error.hpp"
 #include "store/prefix_store.hpp"
 #include "store/store_monitored_barrier.hpp"
+#include "store/store_progress_board.hpp"
 
 namespace idist::gloo_backend {
 
@@ -80,7 +81,10 @@ GlooModel::GlooModel(const InitOptions& opts) : ComputationModel(opts.timeout) {
     if (const auto settings = PeerWatch::from_env()) watch_ = std::make_unique<PeerWatch>(*settings);
     std::vector<int> all(std::size_t(info.world_size));
     for (int r = 0; r < info.world_size; ++r) all[std::size_t(r)] = r;
-    world_ = connect(std::move(all), "world", "idist/gloo/world");
+    auto world = std::make_shared<GlooGroup>(std::move(all), rank(), world_size(), id());
+    connect(*world, "idist/gloo/world");
+    set_world_group(world);
+    groups_.push_back(std::move(world));
   } catch (...) {
     teardown(false);
     throw;
@@ -92,19 +96,17 @@ GlooModel::~GlooModel() {
 }
 
 Device GlooModel::device() const {
-  return core::cuda_device_count() > 0 ? Device{DeviceType::CUDA, local_rank()} : Device{};
+  return backend_kit::cuda_device_count() > 0 ? Device{DeviceType::CUDA, local_rank()} : Device{};
 }
 
 void GlooModel::set_local_rank(int local_rank) { set_layout_local_rank(local_rank); }
 
-std::unique_ptr<Communicator> GlooModel::connect(std::vector<int> ranks, std::string name, const std::string& prefix) {
-  auto comm = std::make_unique<Communicator>();
-  const int pos = int(std::lower_bound(ranks.begin(), ranks.end(), rank()) - ranks.begin());
-  auto context = std::make_shared<gloo::rendezvous::Context>(pos, int(ranks.size()));
+void GlooModel::connect(GlooGroup& group, const std::string& prefix) {
+  auto context = std::make_shared<gloo::rendezvous::Context>(group.rank(), group.size());
   context->setTimeout(timeout());
   const std::string what = fmt::format(
-      "gloo: rank {} could not connect the communicator of group {} ({} ranks) through {} within {} ms: ", rank(), name,
-      ranks.size(), store_->describe(), timeout().count());
+      "gloo: rank {} could not connect the communicator of group {} ({} ranks) through {} within {} ms: ", rank(),
+      group.name(), group.size(), store_->describe(), timeout().count());
   try {
     store::PrefixStore prefixed(prefix, store_);
     GlooStore for_gloo(prefixed);
@@ -118,27 +120,24 @@ std::unique_ptr<Communicator> GlooModel::connect(std::vector<int> ranks, std::st
     if (timed_out) throw TimeoutError(fmt::format("{}{}", what, e.what()));
     throw BackendError(fmt::format("{}{}", what, e.what()));
   }
-  comm->ranks = std::move(ranks);
-  comm->name = std::move(name);
-  comm->context = std::move(context);
-  comm->lane = std::make_unique<OpLane>(comm->name);
-  watch(*comm);
-  return comm;
+  group.context = std::move(context);
+  group.lane = std::make_unique<OpLane>(group.name());
+  watch(group);
 }
 
-void GlooModel::watch(Communicator& comm) {
+void GlooModel::watch(GlooGroup& group) {
   if (!watch_) return;
-  const int self = int(std::lower_bound(comm.ranks.begin(), comm.ranks.end(), rank()) - comm.ranks.begin());
+  const int self = group.rank();
   const std::string& my_address = peers_.at(std::size_t(rank())).address;
-  comm.sockets.assign(comm.ranks.size(), std::nullopt);
-  std::vector<PeerWatch::Host>& hosts = comm.watched.hosts;
-  for (int pos = 0; pos < int(comm.ranks.size()); ++pos) {
-    const int r = comm.ranks[std::size_t(pos)];
+  group.sockets.assign(group.ranks().size(), std::nullopt);
+  std::vector<PeerWatch::Host>& hosts = group.watched.hosts;
+  for (int pos = 0; pos < group.size(); ++pos) {
+    const int r = group.ranks()[std::size_t(pos)];
     const std::string& address = peers_.at(std::size_t(r)).address;
     if (pos == self || address == my_address || rendezvous::is_loopback_address(address)) continue;
-    auto& pair = comm.context->getPair(pos);
+    auto& pair = group.context->getPair(pos);
     if (!pair) continue;
-    auto& socket = comm.sockets[std::size_t(pos)];
+    auto& socket = group.sockets[std::size_t(pos)];
     socket = find_pair_socket(*pair);
     if (!socket) continue;
     auto host = std::find_if(hosts.begin(), hosts.end(), [&](const auto& h) { return h.probe.address == address; });
@@ -148,80 +147,73 @@ void GlooModel::watch(Communicator& comm) {
   }
   if (hosts.empty()) return;
   const auto settings = watch_->settings();
-  comm.watched.on_lost = [&comm, settings](const std::vector<std::size_t>& lost) {
+  group.watched.on_lost = [&group, settings](const std::vector<std::size_t>& lost) {
     std::vector<std::string> named;
-    for (const std::size_t h : lost) named.push_back(comm.watched.hosts[h].described);
+    for (const std::size_t h : lost) named.push_back(group.watched.hosts[h].described);
     {  // before the shutdown: the failing operation reads it
-      std::lock_guard lock(comm.failure_mutex);
-      comm.unreachable = fmt::format(
+      std::lock_guard lock(group.failure_mutex);
+      group.unreachable = fmt::format(
           "peers unreachable on the network (no answer to {} TCP probes of {} ms each while the operation "
           "waited; the connections to them were shut down): {}",
           settings.rounds, settings.probe_timeout.count(), fmt::join(named, ", "));
     }
     for (const std::size_t h : lost)
-      for (const int pos : comm.watched.hosts[h].positions) shutdown_pair_socket(*comm.sockets[std::size_t(pos)]);
+      for (const int pos : group.watched.hosts[h].positions) shutdown_pair_socket(*group.sockets[std::size_t(pos)]);
   };
-  watch_->add(comm.watched);
+  watch_->add(group.watched);
 }
 
-Communicator& GlooModel::communicator(const Group& group) {
-  if (group.is_world()) return *world_;
-  if (const auto* comm = groups_.find(group.ranks())) return **comm;
-  const std::vector<int> ranks = normalize_group(group);
-  if (int(ranks.size()) == world_size()) return *world_;  // the whole world, listed
-  return *groups_.get_or_create(group.ranks(), ranks, [&](const std::vector<int>& sorted) {
-    return connect(sorted, Group(sorted).str(), fmt::format("idist/gloo/group/{}", fmt::join(sorted, ",")));
-  });
+std::shared_ptr<ProcessGroup> GlooModel::create_group(std::vector<int> sorted_ranks) {
+  if (int(sorted_ranks.size()) == world_size()) return world_group();  // the world, listed
+  const std::string prefix = fmt::format("idist/gloo/group/{}", fmt::join(sorted_ranks, ","));
+  auto group = std::make_shared<GlooGroup>(std::move(sorted_ranks), rank(), world_size(), id());
+  if (group->is_member()) connect(*group, prefix);  // non-members take no part
+  groups_.push_back(group);
+  return group;
 }
 
-std::optional<int> GlooModel::group_rank(const Group& group) {
-  if (group.is_world()) return rank();
-  const std::vector<int> ranks = normalize_group(group);
-  const auto it = std::lower_bound(ranks.begin(), ranks.end(), rank());
-  if (it == ranks.end() || *it != rank()) return std::nullopt;  // non-members take no part
-  communicator(group);
-  return int(it - ranks.begin());
-}
+std::shared_ptr<core::debug::ProgressBoard> GlooModel::progress_board() { return store::make_progress_board(store_); }
 
-// Runs one gloo operation of `comm`, translating failures into idist errors that name the operation,
-// the rank and the group; the first failure marks the communicator unusable.
+// Runs one gloo operation of `group`, translating failures into idist errors that name the operation,
+// the rank and the group; the first failure marks the group's communicator unusable.
 template <class Run>
-void GlooModel::run_guarded(Communicator& comm, const char* op, int rank, const rendezvous::PeerTable& peers,
+void GlooModel::run_guarded(const GlooGroup& group, OpType op, int rank, const rendezvous::PeerTable& peers,
                             const Run& run) {
-  if (comm.broken.load(std::memory_order_acquire)) {
-    std::lock_guard lock(comm.failure_mutex);
+  if (group.broken.load(std::memory_order_acquire)) {
+    std::lock_guard lock(group.failure_mutex);
     throw BackendError(
         fmt::format("{} on rank {}: the gloo communicator of group {} is unusable after an earlier "
                     "failure ({}); call idist::finalize()",
-                    op, rank, comm.name, comm.failure));
+                    to_string(op), rank, group.name(), group.failure));
   }
   const auto fail = [&](const std::string& detail, bool timed_out) {
     std::string unreachable;  // the peer watch's verdict, when it ended the operation
     {
-      std::lock_guard lock(comm.failure_mutex);
-      unreachable = comm.unreachable;
+      std::lock_guard lock(group.failure_mutex);
+      unreachable = group.unreachable;
     }
     if (!unreachable.empty()) timed_out = false;
     // Only the first failure of a communicator looks for the lost peers (a bounded network probe).
-    const std::string lost = !unreachable.empty() || comm.broken.load(std::memory_order_acquire)
+    const std::string lost = !unreachable.empty() || group.broken.load(std::memory_order_acquire)
                                  ? std::string()
-                                 : lost_peers(detail, timed_out, comm.ranks, rank, peers, kPeerProbeTimeout);
+                                 : lost_peers(detail, timed_out, group.ranks(), rank, peers, kPeerProbeTimeout);
     std::string msg;
     if (!unreachable.empty())
-      msg = fmt::format("{} on {} (group {}) failed: {} (gloo then reported: {})", op, describe_rank(peers, rank),
-                        comm.name, unreachable, detail);
+      msg = fmt::format("{} on {} (group {}) failed: {} (gloo then reported: {})", to_string(op),
+                        describe_rank(peers, rank), group.name(), unreachable, detail);
     else if (lost.empty())
       msg = fmt::format(
           "{} on {} (group {}) failed: {}; a peer may have died or issued a different collective (another "
           "operation, element type, count, reduce op or root: IDIST_DISTRIBUTED_DEBUG=DETAIL names it)",
-          op, describe_rank(peers, rank), comm.name, detail);
+          to_string(op), describe_rank(peers, rank), group.name(), detail);
     else
-      msg = fmt::format("{} on {} (group {}) failed: {}; {}", op, describe_rank(peers, rank), comm.name, detail, lost);
+      msg = fmt::format("{} on {} (group {}) failed: {}; {}", to_string(op), describe_rank(peers, rank), group.name(),
+                        detail, lost);
     {
-      std::lock_guard lock(comm.failure_mutex);
-      if (comm.failure.empty()) comm.failure = msg;
+      std::lock_guard lock(group.failure_mutex);
+      if (group.failure.empty()) group.failure = msg;
     }
-    comm.broken.store(true, std::memory_order_release);
+    group.broken.store(true, std::memory_order_release);
     if (timed_out) throw TimeoutError(msg);
     throw BackendError(msg);
   };
@@ -234,8 +226,8 @@ void GlooModel::run_guarded(Communicator& comm, const char* op, int rank, const 
     ~Busy() { since.store(0, std::memory_order_release); }
   };
   try {
-    const Busy busy(comm.watched.busy_since);
-    run(*comm.context);
+    const Busy busy(group.watched.busy_since);
+    run(*group.context);
   } catch (const TimeoutError& e) {
     fail(e.what(), true);
   } catch (const Error& e) {
@@ -248,103 +240,76 @@ void GlooModel::run_guarded(Communicator& comm, const char* op, int rank, const 
 }
 
 template <class Run>
-Work GlooModel::submit(Communicator& comm, const char* op, Run run) {
-  const auto timeout = this->timeout();
+Work GlooModel::issue(const ProcessGroup& pg, OpType op, Completion how, Run run) {
+  const auto& group = static_cast<const GlooGroup&>(pg);
   const int rank = this->rank();
-  // One closure per operation: the lane's std::function holds it (a single allocation).
   const rendezvous::PeerTable& peers = peers_;
+  if (how == Completion::Blocking && group.lane->run_if_idle([&] { run_guarded(group, op, rank, peers, run); }))
+    return Work{};
+  const auto timeout = this->timeout();
+  // One closure per operation: the lane's std::function holds it (a single allocation).
   auto impl =
-      comm.lane->submit([&comm, op, rank, &peers, run = std::move(run)] { run_guarded(comm, op, rank, peers, run); },
-                        std::chrono::steady_clock::now() + timeout);
+      group.lane->submit([&group, op, rank, &peers, run = std::move(run)] { run_guarded(group, op, rank, peers, run); },
+                         std::chrono::steady_clock::now() + timeout);
   // Gloo enforces the timeout inside the operation, whose error names the lost peers after a bounded
   // probe; the Work's own wait allows for that probe so that the caller gets the precise error.
-  return Work(std::move(impl), op, rank, timeout + kFailureReportGrace);
-}
-
-template <class Run>
-Work GlooModel::issue(Communicator& comm, const char* op, bool blocking, Run run) {
-  if (!blocking) return submit(comm, op, std::move(run));
-  const int rank = this->rank();
-  if (!comm.lane->run_if_idle([&] { run_guarded(comm, op, rank, peers_, run); }))
-    submit(comm, op, std::move(run)).wait();
+  Work work(std::move(impl), op, rank, timeout + kFailureReportGrace);
+  if (how == Completion::Async) return work;
+  work.wait();
   return Work{};
 }
-
-Work GlooModel::do_all_reduce(Buffer data, ReduceOp op, const Group& group) {
-  return all_reduce_impl(data, op, group, false);
-}
-void GlooModel::do_all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) {
-  all_reduce_impl(data, op, group, true);
-}
-Work GlooModel::do_all_gather(ConstBuffer in, Buffer out, const Group& group) {
-  return all_gather_impl(in, out, group, false);
-}
-void GlooModel::do_all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) {
-  all_gather_impl(in, out, group, true);
-}
-Work GlooModel::do_broadcast(Buffer data, int, int root, const Group& group) {
-  return broadcast_impl(data, root, group, false);
-}
-void GlooModel::do_broadcast_blocking(Buffer data, int, int root, const Group& group) {
-  broadcast_impl(data, root, group, true);
-}
-Work GlooModel::do_barrier(const Group& group) { return barrier_impl(group, false); }
-void GlooModel::do_barrier_blocking(const Group& group) { barrier_impl(group, true); }
 
 // gloo's option classes take a shared_ptr to the context; the lane owns the context for as long as
 // it runs operations, so a non-owning alias avoids a reference count per operation.
 static std::shared_ptr<gloo::Context> borrow(gloo::Context& ctx) { return {std::shared_ptr<void>(), &ctx}; }
 
-Work GlooModel::all_reduce_impl(Buffer data, ReduceOp op, const Group& group, bool blocking) {
-  const core::ReduceFn fn = core::reduce_function(data.dtype, op);  // ValueError for And / Or on floats
-  Communicator& comm = communicator(group);
+Work GlooModel::do_reduce(const Reduction& r, Completion how) {
+  const backend_kit::ReduceFn fn = backend_kit::reduce_function(r.out.dtype, r.reduce_op);
+  const Buffer data = r.out;
   if (data.count == 0) return Work{};
+  const ReduceOp op = r.reduce_op;
   const auto algorithm =
       use_bcube_ ? gloo::AllreduceOptions::Algorithm::BCUBE : gloo::AllreduceOptions::Algorithm::RING;
   const auto timeout = this->timeout();
-  return issue(comm, "all_reduce", blocking,
-               [data, op, fn, algorithm, timeout, retained = retained_.get()](gloo::Context& ctx) {
-                 retained->run<gloo::AllreduceOptions>(borrow(ctx), [&](gloo::AllreduceOptions& o) {
-                   with_element_type(dtype_size(data.dtype), [&](auto t) {
-                     using T = decltype(t);
-                     o.setOutput<T>(static_cast<T*>(data.data), data.count);
-                   });
-                   o.setReduceFunction(fn);
-                   o.setTag(call_tag(data.dtype, data.count, int(op), -1));
-                   o.setAlgorithm(algorithm);
-                   o.setTimeout(timeout);
-                   gloo::allreduce(o);
-                 });
-               });
-}
-
-Work GlooModel::all_gather_impl(ConstBuffer in, Buffer out, const Group& group, bool blocking) {
-  Communicator& comm = communicator(group);
-  if (in.count == 0) return Work{};
-  const auto timeout = this->timeout();
-  return issue(comm, "all_gather", blocking, [in, out, timeout, retained = retained_.get()](gloo::Context& ctx) {
-    retained->run<gloo::AllgatherOptions>(borrow(ctx), [&](gloo::AllgatherOptions& o) {
-      with_element_type(dtype_size(in.dtype), [&](auto t) {
+  return issue(r.group, r.op, how, [data, op, fn, algorithm, timeout, retained = retained_.get()](gloo::Context& ctx) {
+    retained->run<gloo::AllreduceOptions>(borrow(ctx), [&](gloo::AllreduceOptions& o) {
+      with_element_type(dtype_size(data.dtype), [&](auto t) {
         using T = decltype(t);
-        o.setInput<T>(static_cast<T*>(const_cast<void*>(in.data)), in.count);
-        o.setOutput<T>(static_cast<T*>(out.data), out.count);
+        o.setOutput<T>(static_cast<T*>(data.data), data.count);
       });
-      o.setTag(call_tag(in.dtype, in.count, -1, -1));
+      o.setReduceFunction(fn);
+      o.setTag(call_tag(data.dtype, data.count, int(op), -1));
+      o.setAlgorithm(algorithm);
       o.setTimeout(timeout);
-      gloo::allgather(o);
+      gloo::allreduce(o);
     });
   });
 }
 
-Work GlooModel::do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, int,
-                                const Group& group) {
-  Communicator& comm = communicator(group);
+Work GlooModel::do_gather(const Gathering& g, Completion how) {
+  const ConstBuffer in = g.in;
+  const Buffer out = g.out;
+  const auto timeout = this->timeout();
+  if (g.counts.empty()) {
+    if (in.count == 0) return Work{};
+    return issue(g.group, g.op, how, [in, out, timeout, retained = retained_.get()](gloo::Context& ctx) {
+      retained->run<gloo::AllgatherOptions>(borrow(ctx), [&](gloo::AllgatherOptions& o) {
+        with_element_type(dtype_size(in.dtype), [&](auto t) {
+          using T = decltype(t);
+          o.setInput<T>(static_cast<T*>(const_cast<void*>(in.data)), in.count);
+          o.setOutput<T>(static_cast<T*>(out.data), out.count);
+        });
+        o.setTag(call_tag(in.dtype, in.count, -1, -1));
+        o.setTimeout(timeout);
+        gloo::allgather(o);
+      });
+    });
+  }
   const std::size_t total = out.count;  // sum(counts), checked by the front door
   if (total == 0) return Work{};
-  const auto timeout = this->timeout();
-  std::vector<std::size_t> elements(counts.begin(), counts.end());
-  return submit(
-      comm, "all_gather",
+  std::vector<std::size_t> elements(g.counts.begin(), g.counts.end());
+  return issue(
+      g.group, g.op, how,
       [in, out, total, elements = std::move(elements), timeout, retained = retained_.get()](gloo::Context& ctx) {
         retained->run<gloo::AllgathervOptions>(borrow(ctx), [&](gloo::AllgathervOptions& o) {
           with_element_type(dtype_size(in.dtype), [&](auto t) {
@@ -359,11 +324,12 @@ Work GlooModel::do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std:
       });
 }
 
-Work GlooModel::broadcast_impl(Buffer data, int root, const Group& group, bool blocking) {
-  Communicator& comm = communicator(group);
+Work GlooModel::do_distribute(const Distribution& d, Completion how) {
+  const Buffer data = d.out;
+  const int root = d.root;
   if (data.count == 0) return Work{};
   const auto timeout = this->timeout();
-  return issue(comm, "broadcast", blocking, [data, root, timeout, retained = retained_.get()](gloo::Context& ctx) {
+  return issue(d.group, d.op, how, [data, root, timeout, retained = retained_.get()](gloo::Context& ctx) {
     retained->run<gloo::BroadcastOptions>(borrow(ctx), [&](gloo::BroadcastOptions& o) {
       with_element_type(dtype_size(data.dtype), [&](auto t) {
         using T = decltype(t);
@@ -377,10 +343,9 @@ Work GlooModel::broadcast_impl(Buffer data, int root, const Group& group, bool b
   });
 }
 
-Work GlooModel::barrier_impl(const Group& group, bool blocking) {
-  Communicator& comm = communicator(group);
+Work GlooModel::do_barrier(const ProcessGroup& group, Completion how) {
   const auto timeout = this->timeout();
-  return issue(comm, "barrier", blocking, [timeout, retained = retained_.get()](gloo::Context& ctx) {
+  return issue(group, OpType::Barrier, how, [timeout, retained = retained_.get()](gloo::Context& ctx) {
     retained->run<gloo::BarrierOptions>(borrow(ctx), [&](gloo::BarrierOptions& o) {
       o.setTimeout(timeout);
       gloo::barrier(o);
@@ -388,11 +353,12 @@ Work GlooModel::barrier_impl(const Group& group, bool blocking) {
   });
 }
 
-void GlooModel::do_monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) {
-  Communicator& comm = communicator(group);
-  const std::uint64_t n = comm.monitored_barriers.fetch_add(1);
-  store::store_monitored_barrier(*store_, fmt::format("idist/monitored_barrier/{}/{}", comm.name, n), comm.ranks,
-                                 rank(), timeout, wait_all_ranks);
+void GlooModel::do_monitored_barrier(const ProcessGroup& group, std::chrono::milliseconds timeout,
+                                     bool wait_all_ranks) {
+  const auto& g = static_cast<const GlooGroup&>(group);
+  const std::uint64_t n = g.monitored_barriers.fetch_add(1);
+  store::store_monitored_barrier(*store_, fmt::format("idist/monitored_barrier/{}/{}", g.name(), n), g.ranks(), rank(),
+                                 timeout, wait_all_ranks);
 }
 
 void GlooModel::finalize() {
@@ -401,25 +367,30 @@ void GlooModel::finalize() {
 
 void GlooModel::teardown(bool barrier_first) noexcept {
   torn_down_ = true;
-  if (barrier_first && world_ && !world_->broken.load()) {
+  const GlooGroup* world = groups_.empty() ? nullptr : groups_.front().get();
+  if (barrier_first && world && !world->broken.load()) {
     // Every rank is done with the store and the contexts once all have arrived here.
     try {
-      barrier(Group{}).wait();
+      barrier(Group{}, Completion::Blocking);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "idist: gloo finalize on rank %d: closing barrier failed: %s\n", rank(), e.what());
     }
   }
   try {
-    watch_.reset();  // first: it calls into the communicators
-    groups_.for_each([](auto& comm) { comm->lane->stop("the gloo backend was finalized"); });
-    if (world_) world_->lane->stop("the gloo backend was finalized");
+    watch_.reset();  // first: it calls into the groups
+    for (auto& g : groups_)
+      if (g->lane) g->lane->stop("the gloo backend was finalized");
     // Leaving on an error (no closing barrier, or a failed communicator): peers may be dead or stuck, so
     // rank 0's store server must not wait for them to disconnect; a rank that raised exits promptly.
-    bool failed = !barrier_first || (world_ && world_->broken.load());
-    groups_.for_each([&](auto& comm) { failed = failed || comm->broken.load(); });
+    bool failed = !barrier_first;
+    for (auto& g : groups_) failed = failed || g->broken.load();
     if (failed && store_) store_->leave_without_waiting();
-    groups_.clear();  // contexts close their connections
-    world_.reset();
+    // Contexts close their connections; a Group the program still holds keeps an empty shell.
+    for (auto& g : groups_) {
+      g->lane.reset();
+      g->context.reset();
+    }
+    groups_.clear();
     device_.reset();
     retained_->clear();  // the loop thread that could signal them is gone with the device
     store_.reset();      // after a clean finalize, rank 0's server waits (bounded) for the other ranks to disconnect

@@ -5,10 +5,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "core/group_cache.hpp"
 #include "gloo/op_lane.hpp"
 #include "gloo/pair_socket.hpp"
 #include "gloo/peer_watch.hpp"
@@ -30,27 +30,30 @@ class Device;
 
 namespace idist::gloo_backend {
 
-/// One communicator: a connected gloo context over a list of world ranks, and the lane that runs
-/// its operations in issue order.
-struct Communicator {
-  std::vector<int> ranks;  ///< member world ranks, ascending; the context's rank i is ranks[i]
-  std::string name;        ///< "world" or "[0, 2]", for messages
-  std::shared_ptr<gloo::Context> context;
-  std::unique_ptr<OpLane> lane;
+/// One process group: for a member, a connected gloo context over the group's ranks (the context's
+/// rank i is ranks()[i]) and the lane that runs its operations in issue order. Non-members hold none.
+/// What the operations change (the failure, the lane's queue) is synchronised, so the group is used
+/// through const references like every ProcessGroup.
+class GlooGroup final : public ProcessGroup {
+ public:
+  using ProcessGroup::ProcessGroup;
+
+  std::shared_ptr<gloo::Context> context;  ///< null for a non-member, and after teardown
+  std::unique_ptr<OpLane> lane;            ///< null for a non-member, and after teardown
   /// Set by the first failed operation: a gloo context is not reusable after an I/O error or a
   /// timeout (peers may be mid-operation), so later operations fail fast with this message.
-  std::mutex failure_mutex;
-  std::string failure;
-  std::atomic<bool> broken{false};
+  mutable std::mutex failure_mutex;
+  mutable std::string failure;
+  mutable std::atomic<bool> broken{false};
   /// Set (under failure_mutex) by the peer watch when it shut down the connections to lost hosts:
   /// the failure message names them instead of guessing from Gloo's error.
-  std::string unreachable;
+  mutable std::string unreachable;
   /// The socket of the connection to each position's rank on another host (none for this rank).
   std::vector<std::optional<PairSocket>> sockets;
-  /// What the peer watch sees of this communicator (its other hosts, the running operation).
-  PeerWatch::Subject watched;
+  /// What the peer watch sees of this group's communicator (its other hosts, the running operation).
+  mutable PeerWatch::Subject watched;
   /// monitored_barrier calls so far: names each one's store keys.
-  std::atomic<std::uint64_t> monitored_barriers{0};
+  mutable std::atomic<std::uint64_t> monitored_barriers{0};
 };
 
 /// ignite's _NativeDistModel with backend "gloo" (model name "native-dist"): a world of processes
@@ -92,49 +95,41 @@ class GlooModel final : public ComputationModel {
   /// ranks to disconnect) and restores the environment variables and SIGPIPE.
   void finalize() override;
 
-  std::optional<int> group_rank(const Group& group) override;
-  store::Store* rendezvous_store() override { return store_.get(); }
+  /// The board over the rendezvous store (keys "idist/debug/seq/...").
+  std::shared_ptr<core::debug::ProgressBoard> progress_board() override;
 
  protected:
-  // The collectives, their arguments checked by ComputationModel's front door.
-  Work do_all_reduce(Buffer data, ReduceOp op, const Group& group) override;
-  Work do_all_gather(ConstBuffer in, Buffer out, const Group& group) override;
-  Work do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, int group_rank,
-                       const Group& group) override;
-  Work do_broadcast(Buffer data, int src, int root, const Group& group) override;
-  Work do_barrier(const Group& group) override;
-  /// The blocking forms run the gloo algorithm on the calling thread when the group's lane is idle
-  /// (OpLane::run_if_idle), else queue it behind the lane's operations and wait.
-  void do_all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) override;
-  void do_all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) override;
-  void do_broadcast_blocking(Buffer data, int src, int root, const Group& group) override;
-  void do_barrier_blocking(const Group& group) override;
+  /// Connects the group's own gloo context under the store prefix "idist/gloo/group/<ranks>" (members
+  /// only; non-members take no part).
+  std::shared_ptr<ProcessGroup> create_group(std::vector<int> sorted_ranks) override;
+  // The operations, their arguments checked by ComputationModel's front door. Completion::Blocking
+  // runs the gloo algorithm on the calling thread when the group's lane is idle
+  // (OpLane::run_if_idle), else queues it behind the lane's operations and waits.
+  /// AllReduce: gloo::allreduce (ring, or bcube with IDIST_GLOO_ALLREDUCE=bcube).
+  Work do_reduce(const Reduction& r, Completion how) override;
+  /// AllGather: gloo::allgather; AllGatherV: gloo::allgatherv.
+  Work do_gather(const Gathering& g, Completion how) override;
+  /// Broadcast: gloo::broadcast.
+  Work do_distribute(const Distribution& d, Completion how) override;
+  /// gloo::barrier.
+  Work do_barrier(const ProcessGroup& group, Completion how) override;
   /// Through the store (store_monitored_barrier), keys "idist/monitored_barrier/<group>/<n>".
-  void do_monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) override;
+  void do_monitored_barrier(const ProcessGroup& group, std::chrono::milliseconds timeout, bool wait_all_ranks) override;
 
  private:
-  /// The communicator of `group` (this rank is a member: group_rank() was checked by the caller).
-  Communicator& communicator(const Group& group);
-  /// Connects a new communicator over `ranks` (this rank included) under store prefix `prefix`.
-  std::unique_ptr<Communicator> connect(std::vector<int> ranks, std::string name, const std::string& prefix);
-  /// Queues `run(gloo::Context&)` on `comm`'s lane and wraps it in a Work named `op`.
+  /// Connects `group`'s context and lane (this rank a member) under store prefix `prefix`.
+  void connect(GlooGroup& group, const std::string& prefix);
+  /// Queues `run(gloo::Context&)` on `group`'s lane (Async: returns its Work), or runs it to completion
+  /// (Blocking: returns a completed Work).
   template <class Run>
-  Work submit(Communicator& comm, const char* op, Run run);
-  /// Queues `run` (blocking false), or runs it to completion (blocking true; returns an empty Work).
+  Work issue(const ProcessGroup& group, OpType op, Completion how, Run run);
+  /// Runs `run` on `group`'s context; gloo failures become TimeoutError / BackendError.
+  /// `peers` names the lost peers in the message of the group's first failure.
   template <class Run>
-  Work issue(Communicator& comm, const char* op, bool blocking, Run run);
-  // The collectives, shared by the non-blocking and blocking forms.
-  Work all_reduce_impl(Buffer data, ReduceOp op, const Group& group, bool blocking);
-  Work all_gather_impl(ConstBuffer in, Buffer out, const Group& group, bool blocking);
-  Work broadcast_impl(Buffer data, int root, const Group& group, bool blocking);
-  Work barrier_impl(const Group& group, bool blocking);
-  /// Runs `run` on `comm`'s context; gloo failures become TimeoutError / BackendError.
-  /// `peers` names the lost peers in the message of the communicator's first failure.
-  template <class Run>
-  static void run_guarded(Communicator& comm, const char* op, int rank, const rendezvous::PeerTable& peers,
+  static void run_guarded(const GlooGroup& group, OpType op, int rank, const rendezvous::PeerTable& peers,
                           const Run& run);
-  /// Lets the peer watch (when on) probe `comm`'s other hosts while one of its operations waits.
-  void watch(Communicator& comm);
+  /// Lets the peer watch (when on) probe `group`'s other hosts while one of its operations waits.
+  void watch(GlooGroup& group);
   /// Releases everything in teardown order. `barrier_first`: finalize()'s closing barrier.
   void teardown(bool barrier_first) noexcept;
 
@@ -146,10 +141,9 @@ class GlooModel final : public ComputationModel {
   // Options of failed operations (retained_options.hpp); declared before device_, so destroyed after it.
   std::unique_ptr<RetainedOptions> retained_ = std::make_unique<RetainedOptions>();
   std::shared_ptr<gloo::transport::Device> device_;
-  // Watches the communicators below (destroyed first in teardown: it calls into them).
+  // Watches the groups below (destroyed first in teardown: it calls into them).
   std::unique_ptr<PeerWatch> watch_;
-  std::unique_ptr<Communicator> world_;
-  core::GroupCache<std::unique_ptr<Communicator>> groups_;
+  std::vector<std::shared_ptr<GlooGroup>> groups_;  // every group made, the world first
   bool use_bcube_ = false;
   bool torn_down_ = false;
 };

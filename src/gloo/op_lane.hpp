@@ -22,7 +22,7 @@ namespace idist::gloo_backend {
 /// the lane's queue up to and including that operation itself, in order, instead of handing it to
 /// the worker (no thread switch, no system call). The worker leaves a fresh operation alone for a
 /// short grace period and starts it only when nobody claimed it, so a non-blocking collective starts
-/// in the background within about 0.7 ms of being issued. A blocking collective on an idle lane
+/// in the background within the worker's tick plus that grace period. A blocking collective on an idle lane
 /// skips the queue altogether (run_if_idle()). See op_lane.cpp for the cost model.
 class OpLane {
  public:

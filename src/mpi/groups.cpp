@@ -3,30 +3,27 @@
 
 #include <algorithm>
 
-#include "idist/group.hpp"
 #include "mpi/error.hpp"
 
 namespace idist::mpi_backend {
 
-GroupComm split_group(const std::vector<int>& sorted, MPI_Comm world, int world_rank) {
-  GroupComm g;
-  g.label = Group(sorted).str();
-  const auto pos = std::lower_bound(sorted.begin(), sorted.end(), world_rank);
-  const bool member = pos != sorted.end() && *pos == world_rank;
+std::shared_ptr<MpiGroup> split_group(std::vector<int> sorted, MPI_Comm world, int world_rank, int world_size,
+                                      std::uint64_t owner) {
+  const bool member = std::binary_search(sorted.begin(), sorted.end(), world_rank);
+  MPI_Comm comm = MPI_COMM_NULL;
   {
-    MpiCallGuard guard;  // taken after the cache's lock, as in release()
+    MpiCallGuard guard;  // taken under the front door's group lock, as in release()
     // Key = world rank keeps the communicator's rank order equal to the sorted rank list.
-    check_mpi(MPI_Comm_split(world, member ? 0 : MPI_UNDEFINED, world_rank, &g.comm), "MPI_Comm_split", world_rank);
+    check_mpi(MPI_Comm_split(world, member ? 0 : MPI_UNDEFINED, world_rank, &comm), "MPI_Comm_split", world_rank);
   }
-  if (member) g.rank = int(pos - sorted.begin());
-  return g;
+  return std::make_shared<MpiGroup>(std::move(sorted), world_rank, world_size, owner, comm);
 }
 
-void release(GroupCache& groups) noexcept {
-  groups.for_each([](GroupComm& g) {
+void release(std::vector<std::shared_ptr<MpiGroup>>& groups) noexcept {
+  for (auto& g : groups) {
     MpiCallGuard guard;
-    if (g.comm != MPI_COMM_NULL) MPI_Comm_free(&g.comm);
-  });
+    if (g->comm != MPI_COMM_NULL) MPI_Comm_free(&g->comm);
+  }
   groups.clear();
 }
 

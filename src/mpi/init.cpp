@@ -87,8 +87,8 @@ int launcher_world_size() {
 // Open MPI's non-blocking all-reduce (libnbc) takes its binomial tree for every in-place call and
 // for fewer than 4 ranks: a reduce, then a broadcast, so the whole buffer crosses the link twice,
 // one direction at a time. For 2 and 3 ranks its ring takes as many steps, each moving a half or a
-// third of the buffer, in both directions at once: across 2 hosts at 1 Gbit/s a 25 MiB gradient
-// bucket's all-reduce drops from ~550 to ~280 ms (docs/performance.md, "Across hosts"). Set before
+// third of the buffer, in both directions at once, which roughly halves a large gradient bucket's
+// all-reduce across hosts (docs/performance.md, "Figures behind the defaults"). Set before
 // MPI_Init, when idist starts MPI, never over the user's own choice (0 restores Open MPI's).
 void prefer_ring_iallreduce() {
   const int world = launcher_world_size();

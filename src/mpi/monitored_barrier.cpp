@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 
+#include "backend_kit/monitored_barrier_text.hpp"
 #include "idist/error.hpp"
 #include "mpi/error.hpp"
 
@@ -53,13 +54,12 @@ void mpi_monitored_barrier(MPI_Comm comm, int comm_rank, const std::vector<int>&
     if (!test_until(recv, Clock::now() + 2 * timeout, me)) {
       cancel(recv);
       MPI_Request_free(&send);  // a small message: buffered; the leader may still take it
-      throw TimeoutError(fmt::format("monitored_barrier on rank {}: rank {} (the leader) did not answer within {} ms",
-                                     me, members[0], (2 * timeout).count()));
+      throw TimeoutError(backend_kit::leader_silent(me, members[0], 2 * timeout));
     }
     if (!test_until(send, Clock::now() + timeout, me)) MPI_Request_free(&send);
     verdict.back() = '\0';
     if (std::strcmp(verdict.data(), "ok") != 0)
-      throw TimeoutError(fmt::format("monitored_barrier on rank {}: {}", me, verdict.data()));
+      throw TimeoutError(backend_kit::monitored_barrier_failure(me, verdict.data()));
     return;
   }
   const std::size_t n = members.size();
@@ -80,10 +80,7 @@ void mpi_monitored_barrier(MPI_Comm comm, int comm_rank, const std::vector<int>&
   for (std::size_t i = 1; i < n; ++i) cancel(arrivals[i]);  // those not looked at after the first miss
   std::string verdict = "ok";
   if (!missing.empty()) {
-    std::string ranks;
-    for (int r : missing) ranks += fmt::format("{}{}", ranks.empty() ? "" : ", ", r);
-    verdict = fmt::format("{} {} did not reach monitored_barrier within {} ms", missing.size() > 1 ? "ranks" : "rank",
-                          ranks, timeout.count());
+    verdict = backend_kit::missing_ranks_verdict(missing, timeout);
     if (verdict.size() >= kVerdictBytes) verdict.resize(kVerdictBytes - 1);
   }
   // Every member gets the verdict, the missing ones too: a late rank then raises instead of waiting.
@@ -93,7 +90,7 @@ void mpi_monitored_barrier(MPI_Comm comm, int comm_rank, const std::vector<int>&
               "MPI_Isend", me);
   for (std::size_t i = 1; i < n; ++i)
     if (!test_until(sends[i], Clock::now() + std::chrono::milliseconds(100), me)) MPI_Request_free(&sends[i]);
-  if (!missing.empty()) throw TimeoutError(fmt::format("monitored_barrier on rank {}: {}", me, verdict));
+  if (!missing.empty()) throw TimeoutError(backend_kit::monitored_barrier_failure(me, verdict));
 }
 
 }  // namespace idist::mpi_backend

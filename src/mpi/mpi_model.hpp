@@ -2,10 +2,6 @@
 // MPIModel: the "mpi" backend (Open MPI), ignite's _NativeDistModel with backend "mpi".
 #include <mpi.h>
 
-#include <cstdint>
-#include <map>
-#include <mutex>
-
 #include <chrono>
 #include <climits>
 #include <cstddef>
@@ -57,13 +53,12 @@ struct MpiSettings {
   std::size_t progress_chunk_bytes = std::size_t(4) << 20;
   /// Blocking all-reduces larger than this many bytes are issued as consecutive MPI_Allreduce calls
   /// of this size (0: whole); std::nullopt: 1 MiB on one node of at most 4 ranks, else whole. On one
-  /// node Open MPI's blocking all-reduce of 8-64 MiB took 1.2-3.2x as long whole as in 1 MiB calls
-  /// (2 and 4 ranks; benchmarks/results/issue12_final/one_host_blocking_chunk.txt).
+  /// node Open MPI's blocking all-reduce of large buffers is faster in 1 MiB calls than whole
+  /// (docs/performance.md, "Figures behind the defaults").
   std::optional<std::size_t> blocking_chunk_bytes;
   /// The progress thread's sleep between two rounds of MPI_Testall over the pending collectives.
-  /// Each round costs the rank's cores a few microseconds that backward needs: across 2 hosts 500 us
-  /// exposed 75-90 ms of the 32x512 MLP's all-reduce at 1 Gbit/s where 50 us exposed 105-130 ms, and
-  /// no more at 10 Gbit/s (docs/performance.md, "Issue 12 revisited").
+  /// Each round costs the rank's cores CPU time that backward needs, so a longer sleep exposed less of
+  /// the all-reduce across hosts (docs/performance.md, "Figures behind the defaults").
   std::chrono::microseconds progress_interval{500};
 };
 
@@ -143,11 +138,6 @@ class MPIModel final : public ComputationModel {
   /// @throws BackendError when MPI_Finalize fails.
   void finalize() override;
 
-  /// World: this rank. Other groups: validated, communicator created on first use (collective over
-  /// the world), then this rank's position in the group or std::nullopt.
-  /// @throws ValueError for a bad rank list; BackendError when MPI_Comm_split fails.
-  std::optional<int> group_rank(const Group& group) override;
-
   /// Whether the blocking forms call MPI's blocking collectives.
   bool blocking_collectives() const noexcept { return watchdog_ != nullptr; }
   /// Whether non-blocking collectives are progressed by the background thread.
@@ -163,84 +153,65 @@ class MPIModel final : public ComputationModel {
   bool owns_mpi() const noexcept { return owns_mpi_; }
 
  protected:
-  // The collectives, their arguments checked by ComputationModel's front door.
-  /// MPI_Iallreduce in place.
-  Work do_all_reduce(Buffer data, ReduceOp op, const Group& group) override;
-  /// MPI_Iallgather.
-  Work do_all_gather(ConstBuffer in, Buffer out, const Group& group) override;
-  /// MPI_Iallgatherv with displacements from `counts`.
-  Work do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, int group_rank,
-                       const Group& group) override;
-  /// MPI_Ibcast from group rank `root`.
-  Work do_broadcast(Buffer data, int src, int root, const Group& group) override;
-  /// MPI_Ibarrier.
-  Work do_barrier(const Group& group) override;
-  /// MPI_Allreduce under the watchdog when blocking collectives are on, else the polled default.
-  void do_all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) override;
-  /// MPI_Allgather under the watchdog when blocking collectives are on, else the polled default.
-  void do_all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) override;
-  /// MPI_Bcast under the watchdog when blocking collectives are on, else the polled default.
-  void do_broadcast_blocking(Buffer data, int src, int root, const Group& group) override;
-  /// MPI_Barrier under the watchdog when blocking collectives are on, else the polled default.
-  void do_barrier_blocking(const Group& group) override;
+  /// MPI_Comm_split of the world (collective over it).
+  std::shared_ptr<ProcessGroup> create_group(std::vector<int> sorted_ranks) override;
+  // The operations, their arguments checked by ComputationModel's front door. Completion::Blocking
+  // calls MPI's blocking function under the watchdog when blocking collectives are on (and the buffer
+  // fits MPI's int counts and a watchdog slot is free), else it waits on the non-blocking call.
+  /// AllReduce: MPI_Iallreduce in place (MPI_Allreduce, chunked on one node, when blocking).
+  Work do_reduce(const Reduction& r, Completion how) override;
+  /// AllGather: MPI_Iallgather (MPI_Allgather); AllGatherV: MPI_Iallgatherv with displacements from
+  /// the counts.
+  Work do_gather(const Gathering& g, Completion how) override;
+  /// Broadcast: MPI_Ibcast from the root (MPI_Bcast).
+  Work do_distribute(const Distribution& d, Completion how) override;
+  /// MPI_Ibarrier (MPI_Barrier).
+  Work do_barrier(const ProcessGroup& group, Completion how) override;
   /// Point-to-point messages on the group's communicator (mpi_monitored_barrier).
-  void do_monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) override;
+  void do_monitored_barrier(const ProcessGroup& group, std::chrono::milliseconds timeout, bool wait_all_ranks) override;
 
  private:
-  // The communicator for `group`, of which this rank must be a member; `fn` names the caller.
-  MPI_Comm member_comm(const Group& group, const char* fn);
-  // The cache entry for a non-world group (created on first use).
-  const GroupComm& group_comm(const Group& group);
-  // Resolves an all_reduce's MPI handles (the backend's health checked).
-  struct ReduceCall {
-    MPI_Comm comm;
-    MPI_Datatype type;
-    MPI_Op op;
-  };
-  ReduceCall prepare_all_reduce(const Buffer& data, ReduceOp op, const Group& group);
-  // member_comm() of a backend that is not broken (else BackendError naming the first failure).
-  MPI_Comm healthy_comm(const Group& group, const char* fn);
+  // The group's communicator, the backend's health checked first (BackendError naming the first
+  // failure once broken).
+  MPI_Comm healthy_comm(const ProcessGroup& group, OpType op) const;
   // Runs the blocking MPI call `call` (returning MPI's error code) under the watchdog as `op` on
   // `group`. False, without calling, when every watchdog slot is taken (the caller takes the polled
   // path). @throws BackendError naming `mpi_fn` when the call fails.
   template <class Call>
-  bool run_watched(const char* op, const Group& group, const char* mpi_fn, Call call);
-  // The group's name in watchdog messages (owned by the model or the group cache).
-  const char* group_label(const Group& group);
+  bool run_watched(OpType op, const ProcessGroup& group, const char* mpi_fn, Call call);
   // Posts `post(pointer, count, &request)` (a non-blocking MPI call returning its error code) on
   // `data` at once when data.count <= limit, else once per chunk of `limit` elements, and wraps the
-  // requests in one Work named `op`. For the collectives that work element by element.
+  // requests in one Work named `op`. For the operations that work element by element.
   template <class Post>
-  Work post_in_chunks(const Buffer& data, std::size_t limit, const char* mpi_fn, std::string_view op, Post post);
+  Work post_in_chunks(const Buffer& data, std::size_t limit, const char* mpi_fn, OpType op, Post post);
   // Elements per MPI call for chunks of `chunk_bytes` of `dtype` (0: whole), at most max_count_.
   std::size_t elements_per_call(std::size_t chunk_bytes, DType dtype) const;
   // Wraps one request into a Work named `op`.
-  Work make_work(MPI_Request request, const char* mpi_fn, std::string_view op);
+  Work make_work(MPI_Request request, const char* mpi_fn, OpType op);
   // Wraps several requests (and the ints MPI reads until they complete) into a Work named `op`.
-  Work make_work(std::vector<MPI_Request> requests, std::vector<int> ints, const char* mpi_fn, std::string_view op);
+  Work make_work(std::vector<MPI_Request> requests, std::vector<int> ints, const char* mpi_fn, OpType op);
   // Posts-time failure: marks the model broken and throws BackendError naming `fn`.
   void check(int rc, const char* fn) { health_->check_rc(rc, fn, rank()); }
   [[noreturn]] void abort_broken() const;
   // Gathers counts[i] elements from each rank as one MPI_Ibcast per rank (and per chunk): the path
   // for displacements beyond MPI's int range.
-  Work all_gather_by_broadcasts(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, int group_rank,
-                                MPI_Comm comm, std::string_view op);
+  Work all_gather_by_broadcasts(const Gathering& g, std::span<const std::size_t> counts, MPI_Comm comm);
+  // The non-blocking gathers.
+  Work all_gather(const Gathering& g, MPI_Comm comm);
+  Work all_gather_v(const Gathering& g, MPI_Comm comm);
 
   bool owns_mpi_;
   int thread_level_;
   bool finalized_ = false;
-  MPI_Comm world_ = MPI_COMM_NULL;
-  std::size_t max_count_;  // largest element count passed to one MPI call
+  MPI_Comm world_comm_ = MPI_COMM_NULL;  // idist's duplicate of MPI_COMM_WORLD
+  std::size_t max_count_;                // largest element count passed to one MPI call
   TypeMap types_;
-  GroupCache groups_;
-  std::string world_label_;  // "world (ranks 0-N)", named by the watchdog
+  std::vector<std::shared_ptr<MpiGroup>> groups_;  // every group made, world included: freed at finalize()
   std::shared_ptr<CommHealth> health_ = std::make_shared<CommHealth>();
   std::unique_ptr<Watchdog> watchdog_;        // set when blocking collectives are on
   std::unique_ptr<ProgressThread> progress_;  // set when non-blocking collectives progress in the background
   std::size_t progress_chunk_ = 0;            // bytes per posted all-reduce chunk with progress_ (0: whole)
   std::size_t blocking_chunk_ = 0;            // bytes per blocking MPI_Allreduce call (0: whole)
-  std::mutex monitored_mutex_;
-  std::map<std::vector<int>, std::uint64_t> monitored_generations_;  // per group's members
 };
 
 }  // namespace idist::mpi_backend

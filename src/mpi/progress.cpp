@@ -98,7 +98,8 @@ void ProgressThread::run() {
     }
     // Sleep rather than spin: each poll moves what the transport has buffered (TCP socket buffers
     // hold milliseconds of a 1-10 Gbit/s link), and a spinning thread would steal the core that
-    // backward runs on. Even a poll every 50 us cost backward more than the overlap gained.
+    // backward runs on; even frequent short sleeps cost backward more than the overlap gained
+    // (docs/performance.md, "Figures behind the defaults").
     if (!active.empty()) std::this_thread::sleep_for(interval_);
   }
 }

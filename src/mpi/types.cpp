@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "core/reduce16.hpp"
+#include "backend_kit/reduce16.hpp"
 #include "mpi/error.hpp"
 
 namespace idist::mpi_backend {
@@ -11,10 +11,10 @@ namespace idist::mpi_backend {
 namespace {
 
 // One pairwise step of a 16-bit floating reduction, inout[i] = in[i] op inout[i], in blocks
-// (core/reduce16.hpp). MPI calls it with `len` elements of the MPI_UINT16_T carrier type.
+// (backend_kit/reduce16.hpp). MPI calls it with `len` elements of the MPI_UINT16_T carrier type.
 template <DType D, ReduceOp Op>
 void reduce16(void* in, void* inout, int* len, MPI_Datatype*) {
-  core::reduce16(D, Op, inout, in, inout, std::size_t(*len));
+  backend_kit::reduce16(D, Op, inout, in, inout, std::size_t(*len));
 }
 
 template <DType D>

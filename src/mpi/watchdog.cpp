@@ -13,7 +13,8 @@ namespace idist::mpi_backend {
 Watchdog::Watchdog(std::chrono::milliseconds timeout, int rank)
     : timeout_(timeout),
       rank_(rank),
-      thread_(core::Watchdog::period_for(timeout), [this](core::Watchdog::Clock::time_point now) { scan(now); }) {}
+      thread_(backend_kit::Watchdog::period_for(timeout),
+              [this](backend_kit::Watchdog::Clock::time_point now) { scan(now); }) {}
 
 int Watchdog::arm(const char* op, const char* group) noexcept {
   for (int i = 0; i < int(slots_.size()); ++i) {
@@ -32,7 +33,7 @@ int Watchdog::arm(const char* op, const char* group) noexcept {
 
 void Watchdog::disarm(int slot) noexcept { slots_[std::size_t(slot)].word.fetch_add(1, std::memory_order_release); }
 
-void Watchdog::scan(core::Watchdog::Clock::time_point now) {
+void Watchdog::scan(backend_kit::Watchdog::Clock::time_point now) {
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     const std::uint64_t w = slots_[i].word.load(std::memory_order_acquire);
     if (!(w & 1)) continue;

@@ -9,13 +9,13 @@
 #include <chrono>
 #include <cstdint>
 
-#include "core/watchdog.hpp"
+#include "backend_kit/watchdog.hpp"
 
 namespace idist::mpi_backend {
 
 class Watchdog {
  public:
-  /// Starts the watchdog thread (core::Watchdog). `timeout` bounds every armed call; `rank` names
+  /// Starts the watchdog thread (backend_kit::Watchdog). `timeout` bounds every armed call; `rank` names
   /// this process in the message printed before the abort.
   Watchdog(std::chrono::milliseconds timeout, int rank);
   Watchdog(const Watchdog&) = delete;
@@ -58,7 +58,7 @@ class Watchdog {
   int arm(const char* op, const char* group) noexcept;
   void disarm(int slot) noexcept;
   // One visit of the watchdog thread: aborts the job when a call has run past the timeout.
-  void scan(core::Watchdog::Clock::time_point now);
+  void scan(backend_kit::Watchdog::Clock::time_point now);
   [[noreturn]] void abort_job(const Slot& slot, std::chrono::milliseconds ran_for) const;
 
   std::chrono::milliseconds timeout_;
@@ -66,8 +66,8 @@ class Watchdog {
   std::array<Slot, 16> slots_{};
   // What the thread saw in each slot at its last visit, and since when (the thread's alone).
   std::array<std::uint64_t, 16> seen_{};
-  std::array<core::Watchdog::Clock::time_point, 16> since_{};
-  core::Watchdog thread_;  // last: polls once the slots exist
+  std::array<backend_kit::Watchdog::Clock::time_point, 16> since_{};
+  backend_kit::Watchdog thread_;  // last: polls once the slots exist
 };
 
 }  // namespace idist::mpi_backend

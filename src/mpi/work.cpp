@@ -14,10 +14,11 @@ namespace idist::mpi_backend {
 namespace {
 using Clock = std::chrono::steady_clock;
 // Busy polling wins for collectives that complete in microseconds. Reading the clock costs as much
-// as an idle MPI_Test (about 90 ns on a VM), so the first polls do not look at it at all. After that
-// the loop yields the CPU between polls (ranks are often oversubscribed on a node) but never
-// sleeps: Open MPI progresses a non-blocking collective only inside MPI_Test, one fragment per call
-// for large messages, so a sleeping waiter turned a 4 MiB all-reduce from 2 ms into 50 ms.
+// as an idle MPI_Test, so the first polls do not look at it at all. After that the loop yields the
+// CPU between polls (ranks are often oversubscribed on a node) but never sleeps: Open MPI progresses
+// a non-blocking collective only inside MPI_Test, one fragment per call for large messages, so a
+// sleeping waiter multiplies a large all-reduce's time (docs/performance.md, "Figures behind the
+// defaults").
 constexpr unsigned kSpinPolls = 512;
 constexpr unsigned kPollsPerClockRead = 64;
 }  // namespace

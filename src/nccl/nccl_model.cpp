@@ -10,14 +10,14 @@
 
 #include <fmt/format.h>
 
+#include "backend_kit/host_reduce.hpp"
 #include "core/backend_factories.hpp"
-#include "core/collective_checks.hpp"
-#include "core/host_reduce.hpp"
 #include "idist/error.hpp"
 #include "nccl/cuda_error.hpp"
 #include "nccl/types.hpp"
 #include "nccl/unique_id.hpp"
 #include "nccl/validate.hpp"
+#include "store/store_progress_board.hpp"
 
 namespace idist::nccl_backend {
 
@@ -53,7 +53,7 @@ void all_reduce_on_host(Op& op, void* d, std::size_t count, DType dtype, ReduceO
   std::shared_ptr<void> host_out = op.pinned(bytes);
   op.copy(host_rows.get(), rows, bytes * std::size_t(nranks), cudaMemcpyDeviceToHost);
   op.host([host_rows, host_out, count, nranks, dtype, rop] {
-    core::reduce_rows(host_out.get(), host_rows.get(), count, nranks, dtype, rop);
+    backend_kit::reduce_rows(host_out.get(), host_rows.get(), count, nranks, dtype, rop);
   });
   op.copy(d, host_out.get(), bytes, cudaMemcpyHostToDevice);
 }
@@ -85,13 +85,21 @@ NCCLModel::NCCLModel(const InitOptions& opts) : ComputationModel(opts.timeout) {
   if (env_flag("IDIST_NCCL_NO_SPLIT")) use_split_ = false;
   pinned_ = BlockPool::create(BlockPool::Kind::PinnedHost, device_);
 
-  const UniqueIdBytes id = store_ ? exchange_unique_id(*store_, world_scope(), rank(), 0, generate_unique_id, timeout())
-                                  : generate_unique_id();
-  world_ = Communicator::init_rank(id, world_size(), rank(), Communicator::Info{"world", rank(), device_}, timeout());
+  const UniqueIdBytes uid = store_
+                                ? exchange_unique_id(*store_, world_scope(), rank(), 0, generate_unique_id, timeout())
+                                : generate_unique_id();
+  world_comm_ =
+      Communicator::init_rank(uid, world_size(), rank(), Communicator::Info{"world", rank(), device_}, timeout());
   const auto interval = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(timeout() / 20),
                                    std::chrono::milliseconds(5), std::chrono::milliseconds(100));
   watchdog_ = std::make_unique<Watchdog>(device_, interval);
-  watchdog_->watch(world_);
+  watchdog_->watch(world_comm_);
+  std::vector<int> all(static_cast<std::size_t>(world_size()));
+  for (int r = 0; r < world_size(); ++r) all[std::size_t(r)] = r;
+  auto world = std::make_shared<NcclGroup>(std::move(all), rank(), world_size(), id());
+  world->comm = world_comm_;
+  set_world_group(world);
+  groups_.push_back(std::move(world));
 }
 
 NCCLModel::~NCCLModel() { shutdown(false); }
@@ -104,10 +112,9 @@ void NCCLModel::shutdown(bool collective) noexcept {
   {
     const auto deadline = Communicator::Clock::now() + timeout();
     std::vector<std::shared_ptr<Communicator>> comms;
-    groups_.for_each([&](const std::shared_ptr<Communicator>& comm) {
-      if (comm && comm != world_) comms.push_back(comm);
-    });
-    if (world_) comms.push_back(world_);
+    for (const auto& g : groups_)
+      if (g->comm && g->comm != world_comm_) comms.push_back(g->comm);
+    if (world_comm_) comms.push_back(world_comm_);
     // Leaving on an error (no finalize, or an aborted communicator): peers may be dead or stuck, so rank 0's
     // store server must not wait for them to disconnect; a rank that raised exits promptly.
     const bool failed =
@@ -122,32 +129,31 @@ void NCCLModel::shutdown(bool collective) noexcept {
     }
   }
   watchdog_.reset();
+  for (auto& g : groups_) g->comm.reset();  // a Group the program still holds keeps an empty shell
   groups_.clear();
-  world_.reset();
+  world_comm_.reset();
   pinned_.reset();
   device_pool_.reset();
   store_.reset();
   env_guard_.reset();
 }
 
-std::optional<int> NCCLModel::group_rank(const Group& group) {
-  if (group.is_world()) return rank();
-  const std::vector<int> ranks = normalize_group(group);
-  const auto it = std::find(ranks.begin(), ranks.end(), rank());
-  const bool member = it != ranks.end();
-  groups_.get_or_create(group.ranks(), ranks, [&](const std::vector<int>& sorted) {
-    std::shared_ptr<Communicator> comm = create_group_comm(sorted, member);
-    if (comm && comm != world_) watchdog_->watch(comm);
-    return comm;
-  });
-  if (!member) return std::nullopt;
-  return int(it - ranks.begin());
+std::shared_ptr<ProcessGroup> NCCLModel::create_group(std::vector<int> sorted_ranks) {
+  if (int(sorted_ranks.size()) == world_size()) return world_group();  // the world, listed
+  auto group = std::make_shared<NcclGroup>(std::move(sorted_ranks), rank(), world_size(), id());
+  group->comm = create_group_comm(group->ranks(), group->is_member());
+  if (group->comm) watchdog_->watch(group->comm);
+  groups_.push_back(group);
+  return group;
+}
+
+std::shared_ptr<core::debug::ProgressBoard> NCCLModel::progress_board() {
+  return rendezvous_store_ ? store::make_progress_board(rendezvous_store_) : nullptr;
 }
 
 std::shared_ptr<Communicator> NCCLModel::create_group_comm(const std::vector<int>& ranks, bool member) {
-  if (int(ranks.size()) == world_size()) return world_;  // the world under another name
   Communicator::Info info{Group(ranks).str(), rank(), device_};
-  if (use_split_) return Communicator::split(*world_, member, rank(), std::move(info), timeout());
+  if (use_split_) return Communicator::split(*world_comm_, member, rank(), std::move(info), timeout());
   if (!member) return nullptr;
   const int position = int(std::find(ranks.begin(), ranks.end(), rank()) - ranks.begin());
   const UniqueIdBytes id =
@@ -156,13 +162,7 @@ std::shared_ptr<Communicator> NCCLModel::create_group_comm(const std::vector<int
   return Communicator::init_rank(id, int(ranks.size()), position, std::move(info), timeout());
 }
 
-std::shared_ptr<Communicator> NCCLModel::comm_for(const Group& group, std::string_view op) {
-  if (group.is_world()) return world_;
-  if (!group_rank(group)) core::throw_not_member(op, rank(), group);
-  return *groups_.find(group.ranks());  // made by group_rank()
-}
-
-Device NCCLModel::placement(std::string_view op, std::string_view arg, const void* data, std::size_t bytes,
+Device NCCLModel::placement(OpType op, std::string_view arg, const void* data, std::size_t bytes,
                             const Device& dev) const {
   // check_buffer() (the front door) has accepted `dev`; here CUDA says what the pointer really is.
   if (dev.type != DeviceType::CUDA || bytes == 0) return dev;
@@ -177,7 +177,7 @@ Device NCCLModel::placement(std::string_view op, std::string_view arg, const voi
         throw ValueError(
             fmt::format("{}: {} is memory of cuda:{} but this rank's device is cuda:{}; the nccl backend "
                         "communicates memory of the rank's own device (idist::device())",
-                        op, arg, attr.device, device_));
+                        to_string(op), arg, attr.device, device_));
       return dev;
     case cudaMemoryTypeManaged: return dev;
     default: return Device{};  // pageable or page-locked host memory: staged through the device
@@ -186,55 +186,53 @@ Device NCCLModel::placement(std::string_view op, std::string_view arg, const voi
 
 OpContext NCCLModel::op_context() const { return OpContext{pinned_, device_pool_, watchdog_.get(), timeout()}; }
 
-void NCCLModel::check_device_buffer(std::string_view op, std::string_view arg, const Device& dev) const {
-  check_buffer_device(op, arg, dev, device());
+void NCCLModel::check_device_buffer(OpType op, std::string_view arg, const Device& dev) const {
+  check_buffer_device(to_string(op), arg, dev, device());
 }
 
-Work NCCLModel::all_reduce_op(Buffer data, ReduceOp op, const Group& group, Completion how) {
-  const ReducePlan plan = plan_all_reduce(data.dtype, op);
-  data.device = placement("all_reduce", "data", data.data, data.bytes(), data.device);
-  std::shared_ptr<Communicator> comm = comm_for(group, "all_reduce");
+namespace {
+const std::shared_ptr<Communicator>& comm_of(const ProcessGroup& group) {
+  return static_cast<const NcclGroup&>(group).comm;
+}
+}  // namespace
+
+Work NCCLModel::do_reduce(const Reduction& r, Completion how) {
+  const ReducePlan plan = reduction_for(r.out.dtype, r.reduce_op);
+  Buffer data = r.out;
+  data.device = placement(r.op, "data", data.data, data.bytes(), data.device);
   if (data.count == 0) return Work{};
-  Op o("all_reduce", comm, op_context());
+  Op o(r.op, comm_of(r.group), op_context());
   void* d = o.inout(data);
   if (plan.kind == ReducePlan::Kind::Native)
     o.nccl(ncclAllReduce(d, d, data.count, plan.type, plan.op, o.handle(), o.stream()));
   else
-    all_reduce_on_host(o, d, data.count, data.dtype, op, comm->size());
+    all_reduce_on_host(o, d, data.count, data.dtype, r.reduce_op, r.group.size());
   return o.finish(how);
 }
 
-Work NCCLModel::all_gather_op(ConstBuffer in, Buffer out, const Group& group, Completion how) {
-  in.device = placement("all_gather", "in", in.data, in.bytes(), in.device);
-  out.device = placement("all_gather", "out", out.data, out.bytes(), out.device);
-  std::shared_ptr<Communicator> comm = comm_for(group, "all_gather");
-  if (in.count == 0) return Work{};
-  Op o("all_gather", comm, op_context());
-  const void* din = o.input(in);
-  void* dout = o.output(out);
-  // Data movement only: bytes serve every element type, int16 and bool included.
-  o.nccl(ncclAllGather(din, dout, in.bytes(), ncclUint8, o.handle(), o.stream()));
-  return o.finish(how);
-}
-
-Work NCCLModel::do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, int me,
-                                const Group& group) {
-  in.device = placement("all_gather", "in", in.data, in.bytes(), in.device);
-  out.device = placement("all_gather", "out", out.data, out.bytes(), out.device);
-  std::shared_ptr<Communicator> comm = comm_for(group, "all_gather");
+Work NCCLModel::do_gather(const Gathering& g, Completion how) {
+  ConstBuffer in = g.in;
+  Buffer out = g.out;
+  in.device = placement(g.op, "in", in.data, in.bytes(), in.device);
+  out.device = placement(g.op, "out", out.data, out.bytes(), out.device);
   if (out.count == 0) return Work{};
-  Op o("all_gather", comm, op_context());
+  Op o(g.op, comm_of(g.group), op_context());
   const void* din = o.input(in);
   auto* dout = static_cast<char*>(o.output(out));
+  if (g.counts.empty()) {
+    // Data movement only: bytes serve every element type, int16 and bool included.
+    o.nccl(ncclAllGather(din, dout, in.bytes(), ncclUint8, o.handle(), o.stream()));
+    return o.finish(how);
+  }
   const std::size_t esize = dtype_size(in.dtype);
   // One broadcast per contributing rank, fused into one NCCL launch by the group.
   o.nccl_queued(ncclGroupStart());
   try {
     std::size_t offset = 0;
-    for (std::size_t r = 0; r < counts.size(); ++r) {
-      const std::size_t bytes = counts[r] * esize;
+    for (std::size_t r = 0; r < g.counts.size(); ++r) {
+      const std::size_t bytes = g.counts[r] * esize;
       if (bytes == 0) continue;
-      const void* send = int(r) == me ? din : dout + offset;
+      const void* send = int(r) == g.group.rank() ? din : dout + offset;
       o.nccl_queued(ncclBroadcast(send, dout + offset, bytes, ncclUint8, int(r), o.handle(), o.stream()));
       offset += bytes;
     }
@@ -243,49 +241,27 @@ Work NCCLModel::do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std:
     throw;
   }
   o.nccl(ncclGroupEnd());
-  return o.finish();
-}
-
-Work NCCLModel::broadcast_op(Buffer data, int root, const Group& group, Completion how) {
-  data.device = placement("broadcast", "data", data.data, data.bytes(), data.device);
-  std::shared_ptr<Communicator> comm = comm_for(group, "broadcast");
-  if (data.count == 0) return Work{};
-  Op o("broadcast", comm, op_context());
-  void* d = o.inout(data);
-  o.nccl(ncclBroadcast(d, d, data.bytes(), ncclUint8, root, o.handle(), o.stream()));
   return o.finish(how);
 }
 
-Work NCCLModel::barrier_op(const Group& group, Completion how) {
-  std::shared_ptr<Communicator> comm = comm_for(group, "barrier");
+Work NCCLModel::do_distribute(const Distribution& d, Completion how) {
+  Buffer data = d.out;
+  data.device = placement(d.op, "data", data.data, data.bytes(), data.device);
+  if (data.count == 0) return Work{};
+  Op o(d.op, comm_of(d.group), op_context());
+  void* p = o.inout(data);
+  o.nccl(ncclBroadcast(p, p, data.bytes(), ncclUint8, d.root, o.handle(), o.stream()));
+  return o.finish(how);
+}
+
+Work NCCLModel::do_barrier(const ProcessGroup& group, Completion how) {
+  const std::shared_ptr<Communicator>& comm = comm_of(group);
   // A one-element all-reduce on this rank's device: completes once every rank has contributed.
-  Op o("barrier", comm, op_context());
+  Op o(OpType::Barrier, comm, op_context());
   o.nccl(
       ncclAllReduce(comm->barrier_scratch(), comm->barrier_scratch(), 1, ncclFloat32, ncclSum, o.handle(), o.stream()));
   return o.finish(how);
 }
-
-// The public forms: a Work to wait on, or waited for inside the call.
-Work NCCLModel::do_all_reduce(Buffer data, ReduceOp op, const Group& group) {
-  return all_reduce_op(data, op, group, Completion::Async);
-}
-void NCCLModel::do_all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) {
-  all_reduce_op(data, op, group, Completion::Wait);
-}
-Work NCCLModel::do_all_gather(ConstBuffer in, Buffer out, const Group& group) {
-  return all_gather_op(in, out, group, Completion::Async);
-}
-void NCCLModel::do_all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) {
-  all_gather_op(in, out, group, Completion::Wait);
-}
-Work NCCLModel::do_broadcast(Buffer data, int, int root, const Group& group) {
-  return broadcast_op(data, root, group, Completion::Async);
-}
-void NCCLModel::do_broadcast_blocking(Buffer data, int, int root, const Group& group) {
-  broadcast_op(data, root, group, Completion::Wait);
-}
-Work NCCLModel::do_barrier(const Group& group) { return barrier_op(group, Completion::Async); }
-void NCCLModel::do_barrier_blocking(const Group& group) { barrier_op(group, Completion::Wait); }
 
 std::unique_ptr<ComputationModel> create(const InitOptions& opts) { return std::make_unique<NCCLModel>(opts); }
 

@@ -5,7 +5,6 @@
 #include <mutex>
 #include <vector>
 
-#include "core/group_cache.hpp"
 #include "idist/computation_model.hpp"
 #include "idist/context.hpp"
 #include "nccl/communicator.hpp"
@@ -15,6 +14,14 @@
 #include "nccl/watchdog.hpp"
 
 namespace idist::nccl_backend {
+
+/// One process group: for a member, its NCCL communicator (the world's or one split from it); null for
+/// a non-member and once the backend shut down.
+class NcclGroup final : public ProcessGroup {
+ public:
+  using ProcessGroup::ProcessGroup;
+  std::shared_ptr<Communicator> comm;
+};
 
 /// NCCL collectives on this rank's CUDA device (cuda:<local rank>). See docs/nccl.md for the
 /// memory and stream rules: CUDA buffers must be on that device, host buffers are staged through it,
@@ -33,45 +40,37 @@ class NCCLModel final : public ComputationModel {
   std::optional<std::string> backend() const override { return "nccl"; }
   Device device() const override { return Device{DeviceType::CUDA, device_}; }
   std::optional<std::string> network_interface() const override { return interface_; }
-  store::Store* rendezvous_store() override { return rendezvous_store_.get(); }
+  /// The board over the rendezvous store (keys "idist/debug/seq/..."), where there is one.
+  std::shared_ptr<core::debug::ProgressBoard> progress_board() override;
 
   void finalize() override;
-  std::optional<int> group_rank(const Group& group) override;
 
   /// The rank's device: CUDA buffers must be there; host buffers are staged through it.
   Device buffer_device() const override { return device(); }
 
  protected:
   /// A CUDA buffer must be on this rank's device; host memory is accepted (and staged).
-  void check_device_buffer(std::string_view op, std::string_view arg, const Device& dev) const override;
-  // The collectives, their arguments checked by ComputationModel's front door.
-  Work do_all_reduce(Buffer data, ReduceOp op, const Group& group) override;
-  Work do_all_gather(ConstBuffer in, Buffer out, const Group& group) override;
-  Work do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, int group_rank,
-                       const Group& group) override;
-  Work do_broadcast(Buffer data, int src, int root, const Group& group) override;
-  Work do_barrier(const Group& group) override;
-  // The blocking forms wait inside the call: no Work, no watchdog entry (Op::finish(Completion::Wait)).
-  void do_all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) override;
-  void do_all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) override;
-  void do_broadcast_blocking(Buffer data, int src, int root, const Group& group) override;
-  void do_barrier_blocking(const Group& group) override;
+  void check_device_buffer(OpType op, std::string_view arg, const Device& dev) const override;
+  /// ncclCommSplit of the world's communicator (collective over the world), or with
+  /// IDIST_NCCL_NO_SPLIT a communicator of its own from a unique id exchanged through the store.
+  std::shared_ptr<ProcessGroup> create_group(std::vector<int> sorted_ranks) override;
+  // The operations, their arguments checked by ComputationModel's front door. Completion::Blocking
+  // waits inside the call: no Work, no watchdog entry (Op::finish).
+  /// AllReduce: ncclAllReduce (the host fallback for what NCCL cannot reduce).
+  Work do_reduce(const Reduction& r, Completion how) override;
+  /// AllGather: ncclAllGather of bytes; AllGatherV: one ncclBroadcast per rank, in one NCCL group.
+  Work do_gather(const Gathering& g, Completion how) override;
+  /// Broadcast: ncclBroadcast of bytes.
+  Work do_distribute(const Distribution& d, Completion how) override;
+  /// A one-element all-reduce.
+  Work do_barrier(const ProcessGroup& group, Completion how) override;
 
  private:
-  // The communicator of `group` (created by group_rank() on first use).
-  // @throws ValueError when this rank is not a member.
-  std::shared_ptr<Communicator> comm_for(const Group& group, std::string_view op);
   std::shared_ptr<Communicator> create_group_comm(const std::vector<int>& ranks, bool member);
   // Where a buffer really lives: `dev` for memory of this rank's device (or managed memory), cpu for
   // host memory (staged), whatever the caller marked it as. ValueError for another device's memory.
-  Device placement(std::string_view op, std::string_view arg, const void* data, std::size_t bytes,
-                   const Device& dev) const;
+  Device placement(OpType op, std::string_view arg, const void* data, std::size_t bytes, const Device& dev) const;
   OpContext op_context() const;
-  // One body per collective for both completions (see the do_* forms).
-  Work all_reduce_op(Buffer data, ReduceOp op, const Group& group, Completion how);
-  Work all_gather_op(ConstBuffer in, Buffer out, const Group& group, Completion how);
-  Work broadcast_op(Buffer data, int root, const Group& group, Completion how);
-  Work barrier_op(const Group& group, Completion how);
   void shutdown(bool collective) noexcept;
 
   int device_ = 0;
@@ -82,9 +81,9 @@ class NCCLModel final : public ComputationModel {
   std::optional<std::string> interface_;  // the bootstrap interface idist chose, for show_config
   std::shared_ptr<BlockPool> pinned_;
   std::shared_ptr<BlockPool> device_pool_;  // only where the device has no memory pools
-  std::shared_ptr<Communicator> world_;
-  core::GroupCache<std::shared_ptr<Communicator>> groups_;  // null: this rank is not a member
-  std::unique_ptr<Watchdog> watchdog_;                      // last: stopped first
+  std::shared_ptr<Communicator> world_comm_;
+  std::vector<std::shared_ptr<NcclGroup>> groups_;  // every group made, the world first
+  std::unique_ptr<Watchdog> watchdog_;              // last: stopped first
 };
 
 }  // namespace idist::nccl_backend

@@ -24,9 +24,9 @@ void run_host_function(void* data) {
 
 }  // namespace
 
-Op::Op(std::string_view name, std::shared_ptr<Communicator> comm, const OpContext& ctx)
+Op::Op(OpType op, std::shared_ptr<Communicator> comm, const OpContext& ctx)
     : comm_(std::move(comm)), device_(comm_->info().device), ctx_(ctx), state_(std::make_shared<OpState>()) {
-  state_->name = name;
+  state_->op = op;
   state_->comm = comm_;
   state_->start = OpState::Clock::now();
   state_->deadline = state_->start + ctx_.timeout;
@@ -92,21 +92,21 @@ void Op::host(std::function<void()> fn) {
   const cudaError_t err = cudaLaunchHostFunc(comm_->stream(), &run_host_function, heap);
   if (err != cudaSuccess) {
     delete heap;
-    check_cuda(err, "cudaLaunchHostFunc", state_->name);
+    check_cuda(err, "cudaLaunchHostFunc", to_string(state_->op));
   }
 }
 
-void Op::nccl(ncclResult_t res) { comm_->settle(res, state_->name, state_->deadline); }
+void Op::nccl(ncclResult_t res) { comm_->settle(res, to_string(state_->op), state_->deadline); }
 
 void Op::nccl_queued(ncclResult_t res) {
   if (res == ncclSuccess || res == ncclInProgress) return;
-  throw BackendError(fmt::format("nccl: {} on rank {} (communicator {}) failed: {}", state_->name,
+  throw BackendError(fmt::format("nccl: {} on rank {} (communicator {}) failed: {}", to_string(state_->op),
                                  comm_->info().world_rank, comm_->info().name, nccl_error_text(res, comm_->handle())));
 }
 
 void Op::copy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
   if (bytes == 0) return;
-  check_cuda(cudaMemcpyAsync(dst, src, bytes, kind, comm_->stream()), "cudaMemcpyAsync", state_->name);
+  check_cuda(cudaMemcpyAsync(dst, src, bytes, kind, comm_->stream()), "cudaMemcpyAsync", to_string(state_->op));
 }
 
 void Op::enqueue_end() {
@@ -118,14 +118,14 @@ void Op::enqueue_end() {
   }
   stream_scratch_.clear();  // cudaFreeAsync: after the work enqueued above
   state_->end = comm_->take_event();
-  check_cuda(cudaEventRecord(state_->end, comm_->stream()), "cudaEventRecord", state_->name);
+  check_cuda(cudaEventRecord(state_->end, comm_->stream()), "cudaEventRecord", to_string(state_->op));
   finished_ = true;
   lock_.unlock();
 }
 
 Work Op::finish(Completion how) {
   enqueue_end();
-  if (how == Completion::Wait) {
+  if (how == Completion::Blocking) {
     try {
       state_->wait_until(state_->deadline);  // past it: expires the op and throws
     } catch (...) {
@@ -135,7 +135,7 @@ Work Op::finish(Completion how) {
     return Work{};
   }
   if (ctx_.watchdog) ctx_.watchdog->track(state_);
-  return Work(std::make_shared<NcclWork>(state_), state_->name, comm_->info().world_rank, ctx_.timeout);
+  return Work(std::make_shared<NcclWork>(state_), state_->op, comm_->info().world_rank, ctx_.timeout);
 }
 
 }  // namespace idist::nccl_backend

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string_view>
 
+#include "idist/op_type.hpp"
 #include "idist/types.hpp"
 #include "idist/work.hpp"
 #include "nccl/communicator.hpp"
@@ -19,10 +20,6 @@
 #include "nccl/work.hpp"
 
 namespace idist::nccl_backend {
-
-/// How a collective's caller learns that it completed: through the Work it is handed (the
-/// non-blocking calls), or by waiting inside the call (the *_blocking forms).
-enum class Completion { Async, Wait };
 
 /// What an Op needs from its model.
 struct OpContext {
@@ -38,7 +35,7 @@ struct OpContext {
 /// its staging memory stays alive until then (tracked by the watchdog).
 class Op {
  public:
-  Op(std::string_view name, std::shared_ptr<Communicator> comm, const OpContext& ctx);
+  Op(OpType op, std::shared_ptr<Communicator> comm, const OpContext& ctx);
   ~Op();
   Op(const Op&) = delete;
   Op& operator=(const Op&) = delete;
@@ -73,14 +70,14 @@ class Op {
   const Communicator& comm() const noexcept { return *comm_; }
 
   /// Copies staged outputs back and records the end event. Async: registers with the watchdog and
-  /// returns the Work (op name, world rank, timeout). Wait: waits here until the collective
+  /// returns the Work (op name, world rank, timeout). Blocking: waits here until the collective
   /// completed (host results copied out, the caller's stream ordered after it) and returns a
   /// finished Work; the waiting thread enforces the deadline, so the op skips the watchdog's list
   /// unless the wait fails (then the watchdog keeps its staging memory alive until the stream is
   /// past it).
-  /// @throws (Wait) TimeoutError past the timeout (the communicator is aborted), or the
+  /// @throws (Blocking) TimeoutError past the timeout (the communicator is aborted), or the
   ///         communicator's failure.
-  Work finish(Completion how = Completion::Async);
+  Work finish(Completion how);
 
  private:
   // Copies staged outputs back, records the end event and releases the issue lock.

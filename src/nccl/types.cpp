@@ -37,7 +37,7 @@ std::optional<ncclRedOp_t> to_nccl(ReduceOp op) noexcept {
   return std::nullopt;
 }
 
-ReducePlan plan_all_reduce(DType dtype, ReduceOp op) {
+ReducePlan reduction_for(DType dtype, ReduceOp op) {
   core::check_reduce_op(dtype, op);
   if (dtype == DType::Bool) {
     // Logical semantics on 0 / 1 bytes: "any" is a max, "all" is a min.

@@ -31,13 +31,13 @@ struct ReducePlan {
   friend bool operator==(const ReducePlan&, const ReducePlan&) = default;
 };
 
-/// The plan for all_reduce of `dtype` with `op`:
+/// How NCCL reduces `dtype` with `op` (all_reduce now; every reducing operation uses the same rules):
 /// - bool: Sum / Max / Or -> ncclMax on uint8, Product / Min / And -> ncclMin on uint8 (logical, as
 ///   idist's bool semantics require);
 /// - integers: Sum / Product / Min / Max natively; And / Or (bitwise) through the host fallback;
 /// - int16 (no NCCL type): every op through the host fallback;
 /// - float16, bfloat16, float32, float64: natively (bfloat16 on NCCL < 2.10 through the fallback).
 /// @throws ValueError for And / Or on a floating type (the same check every backend makes).
-ReducePlan plan_all_reduce(DType dtype, ReduceOp op);
+ReducePlan reduction_for(DType dtype, ReduceOp op);
 
 }  // namespace idist::nccl_backend

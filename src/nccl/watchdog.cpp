@@ -15,7 +15,7 @@ namespace idist::nccl_backend {
 
 Watchdog::Watchdog(int device, std::chrono::milliseconds interval)
     : thread_(
-          interval, [this](core::Watchdog::Clock::time_point) { poll_once(); },
+          interval, [this](backend_kit::Watchdog::Clock::time_point) { poll_once(); },
           [device] { (void)cudaSetDevice(device); }) {}
 
 void Watchdog::watch(const std::shared_ptr<Communicator>& comm) {

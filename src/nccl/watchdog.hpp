@@ -7,13 +7,13 @@
 #include <mutex>
 #include <vector>
 
-#include "core/watchdog.hpp"
+#include "backend_kit/watchdog.hpp"
 #include "nccl/communicator.hpp"
 #include "nccl/work.hpp"
 
 namespace idist::nccl_backend {
 
-/// One polling thread (core::Watchdog) per NCCLModel.
+/// One polling thread (backend_kit::Watchdog) per NCCLModel.
 class Watchdog {
  public:
   /// Starts the thread; it works on CUDA device `device` and polls every `interval`.
@@ -34,7 +34,7 @@ class Watchdog {
   mutable std::mutex mutex_;
   std::vector<std::weak_ptr<Communicator>> comms_;
   std::vector<std::shared_ptr<OpState>> ops_;
-  core::Watchdog thread_;  // last: polls once the members above exist
+  backend_kit::Watchdog thread_;  // last: polls once the members above exist
 };
 
 }  // namespace idist::nccl_backend

@@ -20,7 +20,7 @@ bool OpState::event_done() const {
   if (q == cudaSuccess) return true;
   if (q == cudaErrorNotReady) return false;
   (void)cudaGetLastError();
-  throw_cuda(q, name + " (waiting for its completion event)");
+  throw_cuda(q, std::string(to_string(op)) + " (waiting for its completion event)");
 }
 
 void OpState::complete() {
@@ -41,7 +41,7 @@ void OpState::expire(Clock::time_point now) const {
       fmt::format("{} on rank {} (nccl, communicator {}) did not complete within {} ms (elapsed {} ms since it was "
                   "issued); the communicator was aborted. A peer may have died, hung, or issued a different "
                   "collective.",
-                  name, comm->info().world_rank, comm->info().name, limit, elapsed))));
+                  to_string(op), comm->info().world_rank, comm->info().name, limit, elapsed))));
 }
 
 bool NcclWork::test() {
@@ -59,7 +59,7 @@ bool OpState::wait_until(Clock::time_point wait_deadline) {
     if (event_done()) break;
     if (comm->aborted()) {
       if (auto f = comm->failure()) std::rethrow_exception(f);
-      throw BackendError(fmt::format("nccl: {} on rank {}: the {} communicator was aborted", name,
+      throw BackendError(fmt::format("nccl: {} on rank {}: the {} communicator was aborted", to_string(op),
                                      comm->info().world_rank, comm->info().name));
     }
     const auto now = Clock::now();
@@ -81,7 +81,7 @@ bool OpState::wait_until(Clock::time_point wait_deadline) {
     // Device work the caller enqueues next on its stream runs after the collective.
     DeviceGuard guard(comm->info().device);
     auto caller = static_cast<cudaStream_t>(caller_stream(comm->info().device));
-    check_cuda(cudaStreamWaitEvent(caller, end, 0), "cudaStreamWaitEvent on the caller's stream", name);
+    check_cuda(cudaStreamWaitEvent(caller, end, 0), "cudaStreamWaitEvent on the caller's stream", to_string(op));
   }
   complete();
   return true;

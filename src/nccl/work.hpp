@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "idist/op_type.hpp"
 #include "idist/work.hpp"
 #include "nccl/communicator.hpp"
 
@@ -20,7 +21,7 @@ namespace idist::nccl_backend {
 struct OpState {
   using Clock = std::chrono::steady_clock;
 
-  std::string name;                                ///< "all_reduce", ...
+  OpType op = OpType::AllReduce;                   ///< the collective
   std::shared_ptr<Communicator> comm;              ///< keeps the communicator and its stream alive
   cudaEvent_t end = nullptr;                       ///< from comm's pool, recorded on its stream after the op
   Clock::time_point start;                         ///< when it was issued

@@ -3,35 +3,30 @@
 
 #include <cstring>
 
-#include "core/cuda_probe.hpp"
+#include "backend_kit/cuda_probe.hpp"
+#include "core/backend_factories.hpp"
 
 namespace idist::serial_backend {
 
 Device SerialModel::device() const {
   // ignite: cuda when a GPU is usable, else cpu.
-  return core::cuda_device_count() > 0 ? Device{DeviceType::CUDA, 0} : Device{};
-}
-
-std::optional<int> SerialModel::group_rank(const Group& group) {
-  normalize_group(group);  // validates: only rank 0 exists
-  return 0;
+  return backend_kit::cuda_device_count() > 0 ? Device{DeviceType::CUDA, 0} : Device{};
 }
 
 // The front door (ComputationModel) has checked the arguments as for every backend: out has the
-// size and type of in, the root is rank 0.
-Work SerialModel::do_all_reduce(Buffer, ReduceOp, const Group&) { return Work{}; }
+// size and type of in, the root is rank 0. The data is already where it belongs, but for a gathering
+// into another buffer.
+Work SerialModel::do_reduce(const Reduction&, Completion) { return Work{}; }
 
-Work SerialModel::do_all_gather(ConstBuffer in, Buffer out, const Group&) {
-  if (in.bytes() && out.data != in.data) std::memmove(out.data, in.data, in.bytes());
+Work SerialModel::do_gather(const Gathering& g, Completion) {
+  if (g.in.bytes() && g.out.data != g.in.data) std::memmove(g.out.data, g.in.data, g.in.bytes());
   return Work{};
 }
 
-Work SerialModel::do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t>, int, const Group& group) {
-  return do_all_gather(in, out, group);
-}
+Work SerialModel::do_distribute(const Distribution&, Completion) { return Work{}; }
 
-Work SerialModel::do_broadcast(Buffer, int, int, const Group&) { return Work{}; }
+Work SerialModel::do_barrier(const ProcessGroup&, Completion) { return Work{}; }
 
-Work SerialModel::do_barrier(const Group&) { return Work{}; }
+std::unique_ptr<ComputationModel> create(const InitOptions&) { return std::make_unique<SerialModel>(); }
 
 }  // namespace idist::serial_backend

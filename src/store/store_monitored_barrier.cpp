@@ -2,20 +2,10 @@
 
 #include <fmt/format.h>
 
+#include "backend_kit/monitored_barrier_text.hpp"
 #include "idist/error.hpp"
 
 namespace idist::store {
-
-namespace {
-
-std::string missing_text(const std::vector<int>& missing, std::chrono::milliseconds timeout) {
-  std::string ranks;
-  for (int r : missing) ranks += fmt::format("{}{}", ranks.empty() ? "" : ", ", r);
-  return fmt::format("{} {} did not reach monitored_barrier within {} ms", missing.size() > 1 ? "ranks" : "rank", ranks,
-                     timeout.count());
-}
-
-}  // namespace
 
 void store_monitored_barrier(Store& store, const std::string& name, const std::vector<int>& members, int rank,
                              std::chrono::milliseconds timeout, bool wait_all_ranks) {
@@ -27,11 +17,10 @@ void store_monitored_barrier(Store& store, const std::string& name, const std::v
     try {
       store.wait({verdict_key}, 2 * timeout);
     } catch (const TimeoutError&) {
-      throw TimeoutError(fmt::format("monitored_barrier on rank {}: rank {} (the leader) did not answer within {} ms",
-                                     rank, leader, (2 * timeout).count()));
+      throw TimeoutError(backend_kit::leader_silent(rank, leader, 2 * timeout));
     }
     const std::string verdict = store.get_string(verdict_key);
-    if (verdict != "ok") throw TimeoutError(fmt::format("monitored_barrier on rank {}: {}", rank, verdict));
+    if (verdict != "ok") throw TimeoutError(backend_kit::monitored_barrier_failure(rank, verdict));
     return;
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -54,9 +43,9 @@ void store_monitored_barrier(Store& store, const std::string& name, const std::v
       if (!wait_all_ranks) break;
     }
   }
-  const std::string verdict = missing.empty() ? "ok" : missing_text(missing, timeout);
+  const std::string verdict = missing.empty() ? "ok" : backend_kit::missing_ranks_verdict(missing, timeout);
   store.set_string(verdict_key, verdict);
-  if (!missing.empty()) throw TimeoutError(fmt::format("monitored_barrier on rank {}: {}", rank, verdict));
+  if (!missing.empty()) throw TimeoutError(backend_kit::monitored_barrier_failure(rank, verdict));
 }
 
 }  // namespace idist::store

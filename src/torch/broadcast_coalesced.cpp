@@ -1,5 +1,5 @@
 // One broadcast per dtype and device (see idist/torch/broadcast_coalesced.hpp).
-#include "idist/torch/broadcast_coalesced.hpp"
+#include "torch/broadcast_coalesced.hpp"
 
 #include <cstdint>
 #include <map>

@@ -1,5 +1,5 @@
 // DDP's bucket assignment (see idist/torch/bucket_assignment.hpp).
-#include "idist/torch/bucket_assignment.hpp"
+#include "torch/bucket_assignment.hpp"
 
 #include <algorithm>
 #include <map>

@@ -1,6 +1,6 @@
 // The Reducer's public surface (idist/torch/reducer.hpp) over its implementation (reducer_impl.hpp).
 // Accessors read the state under the reducer's lock, as the hooks write it.
-#include "idist/torch/reducer.hpp"
+#include "torch/reducer.hpp"
 
 #include <mutex>
 #include <utility>
@@ -61,18 +61,19 @@ bool Reducer::gradient_in_bucket(std::size_t i) const {
 void Reducer::register_comm_hook(CommHook hook) {
   std::lock_guard lock(impl_->mutex_);
   if (!hook) throw ValueError("register_comm_hook: the hook is empty; expected a callable");
-  if (impl_->comm_hook_)
+  if (impl_->user_hook_)
     throw ValueError(
         "register_comm_hook: a communication hook is already registered on this model; it can be "
         "registered only once (as in DistributedDataParallel)");
   if (impl_->in_backward_)
     throw ValueError("register_comm_hook: called during a backward; register it before training");
   impl_->comm_hook_ = std::move(hook);
+  impl_->user_hook_ = true;
 }
 
 bool Reducer::has_comm_hook() const {
   std::lock_guard lock(impl_->mutex_);
-  return bool(impl_->comm_hook_);
+  return impl_->user_hook_;
 }
 
 std::vector<std::size_t> Reducer::launch_positions() const {

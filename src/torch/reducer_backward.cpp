@@ -16,8 +16,8 @@
 
 #include "idist/context.hpp"
 #include "idist/error.hpp"
-#include "idist/torch/broadcast_coalesced.hpp"
 #include "idist/torch/collectives.hpp"
+#include "torch/broadcast_coalesced.hpp"
 #include "torch/reducer_impl.hpp"
 
 namespace idist::detail {
@@ -63,7 +63,6 @@ void ReducerImpl::prepare_backward() {
     b.pending = b.params.size();
     b.launched = false;
     b.work = Work{};
-    b.future = BucketFuture{};
   }
   next_bucket_ = 0;
   ready_count_ = 0;
@@ -117,7 +116,7 @@ void ReducerImpl::on_grad_ready(std::size_t i) {
       } else if (grad.is_sparse()) {
         throw ValueError(fmt::format(
             "auto_model: parameter '{}' has a sparse gradient; idist averages dense gradients only", names_[i]));
-      } else if (comm_hook_) {
+      } else if (user_hook_) {
         if (!is_slot_alias(i)) view.copy_(grad);  // undivided: the hook averages
       } else if (is_slot_alias(i)) {
         view.div_(world_size_tensor_);  // autograd accumulated into the slot: average in place
@@ -128,7 +127,7 @@ void ReducerImpl::on_grad_ready(std::size_t i) {
     Bucket& b = buckets_[slots_[i].bucket];
     if (--b.pending == 0) launch_ready_buckets();
     // Drive progress of what is in flight (some backends progress only when polled).
-    for (std::size_t k = 0; k < next_bucket_; ++k) buckets_[k].is_completed();
+    for (std::size_t k = 0; k < next_bucket_; ++k) buckets_[k].work.is_completed();
   } catch (...) {
     // The backward fails with this error; leave nothing half-done for the next one.
     drain_quietly();
@@ -140,43 +139,25 @@ void ReducerImpl::on_grad_ready(std::size_t i) {
 void ReducerImpl::launch_ready_buckets() {
   while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].pending == 0) {
     std::size_t in_flight = 1;
-    for (std::size_t k = 0; k < next_bucket_; ++k) in_flight += buckets_[k].is_completed() ? 0 : 1;
+    for (std::size_t k = 0; k < next_bucket_; ++k) in_flight += buckets_[k].work.is_completed() ? 0 : 1;
     peak_in_flight_ = std::max(peak_in_flight_, in_flight);
     const std::size_t index = next_bucket_++;
     Bucket& b = buckets_[index];
     launch_positions_[index] = ready_count_;
-    if (comm_hook_) {
-      b.work = Work{};
-      b.future = run_comm_hook(index);
-    } else if (no_async_progress_) {
-      // Nothing progresses in the background: run the bucket now through the backend's blocking
-      // form (MPI_Allreduce itself by default, whose large-message algorithms beat the
-      // non-blocking ones).
-      detail::all_reduce_blocking(b.flat, ReduceOp::Sum, Group{});
-      b.work = Work{};
-    } else {
-      b.work = all_reduce_async(b.flat, ReduceOp::Sum);
-    }
+    b.work = comm_hook_(*b.grad);
     b.launched = true;
   }
 }
 
-BucketFuture ReducerImpl::run_comm_hook(std::size_t index) {
-  const Bucket& b = buckets_[index];
-  std::vector<at::Tensor> params;
-  std::vector<std::int64_t> offsets;
-  for (std::size_t i : b.params) {
-    params.push_back(params_[i]);
-    offsets.push_back(slots_[i].offset);
-  }
-  GradBucket bucket(index, b.flat, std::move(params), std::move(offsets), index + 1 == buckets_.size());
-  return comm_hook_(bucket);
-}
-
 void ReducerImpl::wait_bucket(Bucket& b, std::size_t index) {
   b.work.wait();
-  if (!comm_hook_) return;
-  const at::Tensor out = b.future.wait();
+  if (!b.work.has_value()) return;  // reduced in place
+  at::Tensor out;
+  try {
+    out = b.work.value<at::Tensor>();
+  } catch (const ValueError& e) {
+    throw ValueError(fmt::format("register_comm_hook: bucket {}: {}", index, e.what()));
+  }
   if (!out.defined() || out.is_same(b.flat)) return;
   if (out.numel() != b.flat.numel() || out.scalar_type() != b.flat.scalar_type())
     throw ValueError(fmt::format(
@@ -192,10 +173,6 @@ void ReducerImpl::drain_quietly() noexcept {
     if (!b.launched) continue;
     try {
       b.work.wait();
-    } catch (...) {
-    }
-    try {
-      b.future.wait();
     } catch (...) {
     }
     b.launched = false;

@@ -9,10 +9,11 @@
 
 #include "idist/context.hpp"
 #include "idist/error.hpp"
-#include "idist/torch/bucket_assignment.hpp"
 #include "idist/torch/collectives.hpp"
 #include "idist/torch/dtype.hpp"
+#include "torch/bucket_assignment.hpp"
 #include "torch/reducer_impl.hpp"
+#include "torch/staging.hpp"
 
 namespace idist::detail {
 
@@ -21,7 +22,14 @@ ReducerImpl::ReducerImpl(const std::shared_ptr<torch::nn::Module>& module, Optio
   if (!(opts_.bucket_cap_mb > 0))
     throw ValueError(fmt::format("auto_model: bucket_cap_mb should be positive, but given {}", opts_.bucket_cap_mb));
   world_size_ = get_world_size();
-  no_async_progress_ = !current_model().has_async_progress();
+  // The default hook. Without asynchronous progress nothing would advance in the background, so each
+  // bucket runs at once through the backend's blocking path (MPI_Allreduce by default, whose
+  // large-message algorithms beat the non-blocking ones); one bucket in flight also bounds the
+  // backend's scratch memory.
+  const Completion how = current_model().has_async_progress() ? Completion::Async : Completion::Blocking;
+  comm_hook_ = [how](GradBucket& bucket) {
+    return detail::all_reduce_tensor(bucket.buffer(), ReduceOp::Sum, Group{}, how);
+  };
   world_size_tensor_ = at::scalar_tensor(double(world_size_), at::kDouble);
 
   // Parameters that need a gradient, once each (a shared parameter is registered under
@@ -73,6 +81,7 @@ void ReducerImpl::build_buckets(const std::vector<std::size_t>& order) {
   }
   buckets_ = std::move(buckets);
   slots_ = std::move(slots);
+  for (std::size_t k = 0; k < buckets_.size(); ++k) buckets_[k].grad = grad_bucket(k, buckets_[k].flat);
   views_.clear();
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const Slot& sl = slots_[i];
@@ -83,6 +92,17 @@ void ReducerImpl::build_buckets(const std::vector<std::size_t>& order) {
     views_[i].copy_(old_views[i]);
     if (aliased[i]) params_[i].mutable_grad() = slot_alias(i);
   }
+}
+
+std::unique_ptr<GradBucket> ReducerImpl::grad_bucket(std::size_t index, const at::Tensor& flat) const {
+  const Bucket& b = buckets_[index];
+  std::vector<at::Tensor> params;
+  std::vector<std::int64_t> offsets;
+  for (std::size_t i : b.params) {
+    params.push_back(params_[i]);
+    offsets.push_back(slots_[i].offset);
+  }
+  return std::make_unique<GradBucket>(index, flat, std::move(params), std::move(offsets), index + 1 == buckets_.size());
 }
 
 void ReducerImpl::rebuild_in_ready_order() {

@@ -18,8 +18,8 @@
 #include <torch/nn/module.h>
 
 #include "idist/torch/comm_hook.hpp"
-#include "idist/torch/reducer.hpp"
 #include "idist/work.hpp"
+#include "torch/reducer.hpp"
 
 namespace idist::detail {
 
@@ -37,12 +37,10 @@ class ReducerImpl : public std::enable_shared_from_this<ReducerImpl> {
   struct Bucket {
     std::vector<std::size_t> params;
     at::Tensor flat;
-    std::size_t pending = 0;  // parameters whose gradient is not in yet
-    Work work;
-    BucketFuture future;  // with a communication hook: the hook's pending result
+    std::unique_ptr<GradBucket> grad;  // what the hook receives: flat, its parameters and their offsets
+    std::size_t pending = 0;           // parameters whose gradient is not in yet
+    Work work;                         // the hook's: the bucket's reduction
     bool launched = false;
-    /// Drives progress and reports whether the bucket's reduction finished.
-    bool is_completed() { return work.is_completed() && future.is_completed(); }
   };
 
   // Holds tensors, never the module itself, so that the registry can notice the module's end.
@@ -57,6 +55,8 @@ class ReducerImpl : public std::enable_shared_from_this<ReducerImpl> {
   /// (Re)builds buckets, slots and views visiting the parameters in `order`. Gradients that alias
   /// their old slot move to the new one with their values.
   void build_buckets(const std::vector<std::size_t>& order);
+  /// The GradBucket of bucket `index` over `flat` (its buffer, or the zeros of a shadow backward).
+  std::unique_ptr<GradBucket> grad_bucket(std::size_t index, const at::Tensor& flat) const;
   /// After the first synchronised backward: every rank adopts the order in which rank 0's
   /// gradients became ready (unreported parameters last, in reverse index order) and rebuilds its
   /// buckets (DDP's rebuild_buckets + sync_bucket_indices). Collective: one broadcast.
@@ -78,12 +78,12 @@ class ReducerImpl : public std::enable_shared_from_this<ReducerImpl> {
   void prepare_backward();
   /// The post hook of parameter i's gradient accumulator: its .grad() is final for this backward.
   void on_grad_ready(std::size_t i);
-  /// Launches, in bucket order, every bucket whose gradients are all in.
+  /// Launches, in bucket order, every bucket whose gradients are all in: hands each to the hook.
   void launch_ready_buckets();
-  /// Hands bucket `index` to the communication hook.
-  BucketFuture run_comm_hook(std::size_t index);
-  /// Waits for bucket `b`'s reduction; with a hook, copies the hook's result into the bucket.
-  /// @throws ValueError when a hook returns a tensor of another size or dtype than the bucket.
+  /// Waits for bucket `b`'s reduction; copies the value of the hook's Work into the bucket when it is
+  /// not the bucket itself.
+  /// @throws ValueError when a hook's Work yields something else than a tensor of the bucket's size
+  ///         and dtype.
   void wait_bucket(Bucket& b, std::size_t index);
   /// Waits for launched buckets, swallowing their errors (used before reporting another error).
   void drain_quietly() noexcept;
@@ -105,10 +105,13 @@ class ReducerImpl : public std::enable_shared_from_this<ReducerImpl> {
   // The state, open to reducer.cpp's accessors: what changes after construction is read and
   // written under mutex_ (the hooks and the final callback take it too).
   Options opts_;
-  CommHook comm_hook_;  // empty: the default all-reduce of averaged gradients
+  // The hook every bucket goes through: the default all-reduce (sum; the gradients enter the buckets
+  // divided, on a backend without asynchronous progress blocking, see reducer.hpp) until
+  // register_comm_hook() installs the user's (the gradients then enter undivided).
+  CommHook comm_hook_;
+  bool user_hook_ = false;
   int world_size_ = 1;
-  bool no_async_progress_ = false;  // buckets are all-reduced at once (see reducer.hpp)
-  at::Tensor world_size_tensor_;    // 0-dim divisor of the averaging
+  at::Tensor world_size_tensor_;  // 0-dim divisor of the averaging
   std::vector<at::Tensor> params_;
   std::vector<std::string> names_;
   std::vector<at::Tensor> buffers_;

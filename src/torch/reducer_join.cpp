@@ -4,8 +4,8 @@
 #include <utility>
 
 #include "idist/error.hpp"
-#include "idist/torch/broadcast_coalesced.hpp"
 #include "idist/torch/collectives.hpp"
+#include "torch/broadcast_coalesced.hpp"
 #include "torch/reducer_impl.hpp"
 
 namespace idist::detail {
@@ -28,23 +28,27 @@ void ReducerImpl::set_join_tick(std::function<JoinTick()> tick) {
 void ReducerImpl::shadow_backward(int buffer_src) {
   std::lock_guard lock(mutex_);
   if (in_backward_) throw ValueError("Reducer::shadow_backward: called during a backward");
+  // Zero-filled buckets (and their GradBuckets) stand in for the real ones.
   std::vector<at::Tensor> kept;
-  for (auto& b : buckets_) {
+  std::vector<std::unique_ptr<GradBucket>> kept_grad;
+  for (std::size_t k = 0; k < buckets_.size(); ++k) {
+    Bucket& b = buckets_[k];
     kept.push_back(b.flat);
+    kept_grad.push_back(std::move(b.grad));
     b.flat = at::zeros_like(b.flat);
+    b.grad = grad_bucket(k, b.flat);
     b.pending = 0;
     b.launched = false;
     b.work = Work{};
-    b.future = BucketFuture{};
   }
   next_bucket_ = 0;
   launch_positions_.assign(buckets_.size(), params_.size());
   auto restore = [&] {
     for (std::size_t k = 0; k < buckets_.size(); ++k) {
       buckets_[k].flat = kept[k];
+      buckets_[k].grad = std::move(kept_grad[k]);
       buckets_[k].launched = false;
       buckets_[k].work = Work{};
-      buckets_[k].future = BucketFuture{};
     }
   };
   const bool search_unused = opts_.find_unused_parameters || (opts_.static_graph && sync_count_ == 0);

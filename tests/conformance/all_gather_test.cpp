@@ -215,7 +215,8 @@ TEST_F(FrontDoor, EveryBackendRefusesBadArgumentsInTheSameWords) {
       size_msg);
   expect_value_error_on_every_rank(
       [&] {
-        m.broadcast_blocking(idist::Buffer{one.data(), 1, idist::DType::Float32, host}, world(), idist::Group{});
+        m.broadcast(idist::Buffer{one.data(), 1, idist::DType::Float32, host}, world(), idist::Group{},
+                    idist::Completion::Blocking);
       },
       "broadcast: src should be a rank in [0, " + std::to_string(w) + "), but given " + std::to_string(w));
   if (m.buffer_device().type == idist::DeviceType::CPU && m.backend()) {

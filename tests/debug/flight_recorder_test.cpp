@@ -13,7 +13,6 @@
 
 namespace {
 
-using idist::core::debug::Collective;
 using idist::core::debug::Fingerprint;
 using idist::core::debug::FlightRecorder;
 using idist::core::debug::TraceState;
@@ -21,7 +20,7 @@ using idist::core::debug::TraceState;
 Fingerprint all_reduce(std::int64_t seq, std::int64_t count) {
   Fingerprint f;
   f.seq = seq;
-  f.collective = std::int64_t(Collective::AllReduce);
+  f.collective = std::int64_t(idist::OpType::AllReduce);
   f.dtype = std::int64_t(idist::DType::Float32);
   f.count = count;
   f.op = std::int64_t(idist::ReduceOp::Sum);

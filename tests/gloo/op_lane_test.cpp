@@ -21,7 +21,7 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kLong = std::chrono::seconds(30);
 
 idist::Work submit(OpLane& lane, OpLane::Op op, std::chrono::milliseconds timeout = kLong) {
-  return idist::Work(lane.submit(std::move(op), Clock::now() + timeout), "test_op", 0, timeout);
+  return idist::Work(lane.submit(std::move(op), Clock::now() + timeout), idist::OpType::AllReduce, 0, timeout);
 }
 
 TEST(OpLane, RunsOperationsInIssueOrderWhateverTheWaitOrder) {

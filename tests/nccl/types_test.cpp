@@ -46,16 +46,16 @@ TEST(NcclTypes, ReductionsMapExceptTheBitwiseOnes) {
 TEST(NcclTypes, BoolReducesLogicallyThroughMaxAndMinOnBytes) {
   // Sum / Max / Or mean "any", Product / Min / And mean "all" on bool.
   for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Or})
-    EXPECT_EQ(plan_all_reduce(DType::Bool, op), (ReducePlan{Kind::Native, ncclUint8, ncclMax})) << to_string(op);
+    EXPECT_EQ(reduction_for(DType::Bool, op), (ReducePlan{Kind::Native, ncclUint8, ncclMax})) << to_string(op);
   for (ReduceOp op : {ReduceOp::Product, ReduceOp::Min, ReduceOp::And})
-    EXPECT_EQ(plan_all_reduce(DType::Bool, op), (ReducePlan{Kind::Native, ncclUint8, ncclMin})) << to_string(op);
+    EXPECT_EQ(reduction_for(DType::Bool, op), (ReducePlan{Kind::Native, ncclUint8, ncclMin})) << to_string(op);
 }
 
 TEST(NcclTypes, ArithmeticOnNcclTypesIsNative) {
   for (DType t : kAllTypes) {
     if (t == DType::Bool || !to_nccl(t)) continue;
     for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Product, ReduceOp::Min, ReduceOp::Max}) {
-      const ReducePlan plan = plan_all_reduce(t, op);
+      const ReducePlan plan = reduction_for(t, op);
       EXPECT_EQ(plan.kind, Kind::Native) << to_string(t) << " " << to_string(op);
       EXPECT_EQ(plan.type, *to_nccl(t)) << to_string(t);
       EXPECT_EQ(plan.op, *to_nccl(op)) << to_string(op);
@@ -64,24 +64,24 @@ TEST(NcclTypes, ArithmeticOnNcclTypesIsNative) {
 }
 
 TEST(NcclTypes, HalfAndBFloat16SumNatively) {
-  EXPECT_EQ(plan_all_reduce(DType::Float16, ReduceOp::Sum), (ReducePlan{Kind::Native, ncclFloat16, ncclSum}));
+  EXPECT_EQ(reduction_for(DType::Float16, ReduceOp::Sum), (ReducePlan{Kind::Native, ncclFloat16, ncclSum}));
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
-  EXPECT_EQ(plan_all_reduce(DType::BFloat16, ReduceOp::Sum), (ReducePlan{Kind::Native, ncclBfloat16, ncclSum}));
+  EXPECT_EQ(reduction_for(DType::BFloat16, ReduceOp::Sum), (ReducePlan{Kind::Native, ncclBfloat16, ncclSum}));
 #endif
 }
 
 TEST(NcclTypes, BitwiseOnIntegersAndEverythingOnInt16UseTheHostFallback) {
   for (DType t : {DType::UInt8, DType::Int8, DType::Int16, DType::Int32, DType::Int64})
     for (ReduceOp op : {ReduceOp::And, ReduceOp::Or})
-      EXPECT_EQ(plan_all_reduce(t, op).kind, Kind::HostFallback) << to_string(t) << " " << to_string(op);
-  for (ReduceOp op : kAllOps) EXPECT_EQ(plan_all_reduce(DType::Int16, op).kind, Kind::HostFallback) << to_string(op);
+      EXPECT_EQ(reduction_for(t, op).kind, Kind::HostFallback) << to_string(t) << " " << to_string(op);
+  for (ReduceOp op : kAllOps) EXPECT_EQ(reduction_for(DType::Int16, op).kind, Kind::HostFallback) << to_string(op);
 }
 
 TEST(NcclTypes, BitwiseOnFloatingTypesIsAValueErrorNamingTheOpAndType) {
   for (DType t : {DType::Float16, DType::BFloat16, DType::Float32, DType::Float64}) {
     for (ReduceOp op : {ReduceOp::And, ReduceOp::Or}) {
       try {
-        plan_all_reduce(t, op);
+        reduction_for(t, op);
         ADD_FAILURE() << "no error for " << to_string(t) << " " << to_string(op);
       } catch (const ValueError& e) {
         EXPECT_NE(std::string(e.what()).find(std::string(to_string(op))), std::string::npos) << e.what();
@@ -96,7 +96,7 @@ TEST(NcclTypes, EveryPairHasAPlanOrAValueError) {
   for (DType t : kAllTypes) {
     for (ReduceOp op : kAllOps) {
       try {
-        (void)plan_all_reduce(t, op);
+        (void)reduction_for(t, op);
         ++planned;
       } catch (const ValueError&) {
         ++rejected;

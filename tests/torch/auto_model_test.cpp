@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "idist/idist.hpp"
+#include "torch/reducer.hpp"  // internal: idist_torch
 
 namespace {
 

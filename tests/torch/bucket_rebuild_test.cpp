@@ -8,6 +8,8 @@
 
 #include "average_reference.hpp"
 #include "idist/idist.hpp"
+#include "torch/bucket_assignment.hpp"  // internal: idist_torch
+#include "torch/reducer.hpp"            // internal: idist_torch
 
 namespace {
 

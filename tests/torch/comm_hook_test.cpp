@@ -79,6 +79,16 @@ TEST(CommHook, AllreduceHookEqualsTheDefault) {
   if (idist::get_world_size() > 1) expect_same_on_all_ranks(*net);
 }
 
+TEST(CommHook, AHookMayYieldANewTensorAsItsWorksValue) {
+  // The average is computed into a tensor of its own, which the reducer copies into the bucket.
+  auto net = idist::auto_model(make_net());
+  idist::register_comm_hook(net, [](idist::GradBucket& b) {
+    torch::Tensor sum = b.buffer().clone();
+    return idist::all_reduce_async(sum).then([sum] { return sum / idist::get_world_size(); });
+  });
+  for (int step = 0; step < 2; ++step) EXPECT_LT(hooked_step_error(net, step), 1e-5) << "step " << step;
+}
+
 TEST(CommHook, Fp16AndBf16CompressAverageWithinTheirPrecision) {
   struct Case {
     const char* name;
@@ -192,7 +202,7 @@ TEST(CommHook, BadHooksAndOptionsAreRefused) {
   // A hook returning a tensor of the wrong size fails the backward with the bucket named.
   auto other = idist::auto_model(make_net());
   idist::register_comm_hook(other, [](idist::GradBucket& b) {
-    return idist::BucketFuture::ready(torch::zeros({b.buffer().numel() + 1}, b.buffer().options()));
+    return idist::Work::ready(torch::zeros({b.buffer().numel() + 1}, b.buffer().options()));
   });
   try {
     loss_of(*other, batch_of(0)).backward();

@@ -12,6 +12,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "idist/idist.hpp"
+#include "torch/reducer.hpp"  // internal: idist_torch
 
 namespace {
 

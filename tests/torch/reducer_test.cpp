@@ -8,6 +8,9 @@
 #include <vector>
 
 #include "idist/idist.hpp"
+#include "torch/bucket_assignment.hpp"  // internal: idist_torch
+#include "torch/reducer.hpp"            // internal: idist_torch
+#include "torch/reducer_registry.hpp"   // internal: idist_torch
 
 namespace {
 

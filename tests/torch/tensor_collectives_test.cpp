@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "idist/idist.hpp"
+#include "torch/staging.hpp"  // internal: idist_torch
 
 namespace {
 

@@ -16,9 +16,9 @@ namespace {
 using test::message_of;
 
 TEST(CollectiveChecks, HostBuffersAreAcceptedAndDeviceBuffersNamed) {
-  EXPECT_NO_THROW(check_host_buffer("gloo", "all_reduce", "data", Device{}));
+  EXPECT_NO_THROW(check_host_buffer("gloo", OpType::AllReduce, "data", Device{}));
   const std::string msg = message_of([] {
-    check_host_buffer("mpi", "broadcast", "data", Device{DeviceType::CUDA, 1});
+    check_host_buffer("mpi", OpType::Broadcast, "data", Device{DeviceType::CUDA, 1});
   });
   EXPECT_NE(msg.find("broadcast: the mpi backend communicates host memory, but data is on cuda:1"), std::string::npos)
       << msg;
@@ -58,21 +58,30 @@ TEST(CollectiveChecks, AllGatherVChecksCountsAgainstTheGroupAndTheBuffers) {
 }
 
 TEST(CollectiveChecks, BroadcastRootIsThePositionOfSrcInTheGroup) {
-  const std::vector<int> ranks = {1, 3, 4};
-  EXPECT_EQ(root_in_group(1, ranks, Group(ranks)), 0);
-  EXPECT_EQ(root_in_group(3, ranks, Group(ranks)), 1);
-  EXPECT_EQ(root_in_group(4, ranks, Group(ranks)), 2);
-  const std::string msg = message_of([&] { root_in_group(2, ranks, Group(ranks)); });
+  const ProcessGroup group({1, 3, 4}, 3, 5, 0);
+  EXPECT_EQ(group.rank(), 1);
+  EXPECT_EQ(root_in_group(OpType::Broadcast, 1, group), 0);
+  EXPECT_EQ(root_in_group(OpType::Broadcast, 3, group), 1);
+  EXPECT_EQ(root_in_group(OpType::Broadcast, 4, group), 2);
+  const std::string msg = message_of([&] { root_in_group(OpType::Broadcast, 2, group); });
   EXPECT_NE(msg.find("src 2"), std::string::npos) << msg;
   EXPECT_NE(msg.find("[1, 3, 4]"), std::string::npos) << msg;
 }
 
 TEST(CollectiveChecks, WorldRootIsARankOfTheWorld) {
-  EXPECT_NO_THROW(check_world_root(0, 2));
-  EXPECT_NO_THROW(check_world_root(1, 2));
-  EXPECT_NE(message_of([] { check_world_root(2, 2); }).find("src should be a rank in [0, 2), but given 2"),
+  EXPECT_NO_THROW(check_world_root(OpType::Broadcast, 0, 2));
+  EXPECT_NO_THROW(check_world_root(OpType::Broadcast, 1, 2));
+  EXPECT_NE(message_of([] {
+              check_world_root(OpType::Broadcast, 2, 2);
+            }).find("broadcast: src should be a rank in [0, 2), but given 2"),
             std::string::npos);
-  EXPECT_NE(message_of([] { check_world_root(-1, 2); }).find("given -1"), std::string::npos);
+  EXPECT_NE(message_of([] { check_world_root(OpType::Broadcast, -1, 2); }).find("given -1"), std::string::npos);
+}
+
+TEST(CollectiveChecks, GroupRanksAreValidatedAndSorted) {
+  EXPECT_EQ(validated_ranks(Group({3, 0, 2}), 4), (std::vector<int>{0, 2, 3}));
+  EXPECT_NE(message_of([] { validated_ranks(Group({0, 4}), 4); }).find("rank 4 is outside [0, 4)"), std::string::npos);
+  EXPECT_NE(message_of([] { validated_ranks(Group({1, 1}), 4); }).find("distinct"), std::string::npos);
 }
 
 }  // namespace

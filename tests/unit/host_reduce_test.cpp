@@ -6,10 +6,10 @@
 #include <limits>
 #include <vector>
 
-#include "core/host_reduce.hpp"
+#include "backend_kit/host_reduce.hpp"
 #include "idist/error.hpp"
 
-namespace idist::core {
+namespace idist::backend_kit {
 namespace {
 
 // rows[r][i] laid out back to back, as ncclAllGather leaves them.
@@ -151,4 +151,4 @@ TEST(ReduceFunction, EveryDtypeAndOpHasAFunctionOrAValueError) {
 }
 
 }  // namespace
-}  // namespace idist::core
+}  // namespace idist::backend_kit

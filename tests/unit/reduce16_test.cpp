@@ -1,7 +1,7 @@
-// core::reduce16 (the bulk float16 / bfloat16 reduction every host backend uses) against the scalar
+// backend_kit::reduce16 (the bulk float16 / bfloat16 reduction every host backend uses) against the scalar
 // Half / BFloat16 conversions: bit for bit on every value class (normal, subnormal, ties, overflow,
 // inf, NaN), every op, block boundaries and aliasing.
-#include "core/reduce16.hpp"
+#include "backend_kit/reduce16.hpp"
 
 #include <gtest/gtest.h>
 
@@ -68,7 +68,7 @@ TEST_P(Reduce16, MatchesScalarConversionsBitForBit) {
       for (auto& x : b) x = std::uint16_t(rng());
     }
     std::vector<std::uint16_t> out(n);
-    idist::core::reduce16(dtype, op, out.data(), a.data(), b.data(), n);
+    idist::backend_kit::reduce16(dtype, op, out.data(), a.data(), b.data(), n);
     for (std::size_t i = 0; i < n; ++i) {
       const float expected = widen(dtype, narrow(dtype, apply(op, widen(dtype, a[i]), widen(dtype, b[i]))));
       const float got = widen(dtype, out[i]);
@@ -91,10 +91,10 @@ TEST_P(Reduce16, OutputMayAliasEitherInput) {
     a[i] = narrow(dtype, std::uniform_real_distribution<float>(-4, 4)(rng));
     b[i] = narrow(dtype, std::uniform_real_distribution<float>(-4, 4)(rng));
   }
-  idist::core::reduce16(dtype, op, expected.data(), a.data(), b.data(), n);
+  idist::backend_kit::reduce16(dtype, op, expected.data(), a.data(), b.data(), n);
   auto in_a = a, in_b = b;
-  idist::core::reduce16(dtype, op, in_a.data(), in_a.data(), b.data(), n);
-  idist::core::reduce16(dtype, op, in_b.data(), a.data(), in_b.data(), n);
+  idist::backend_kit::reduce16(dtype, op, in_a.data(), in_a.data(), b.data(), n);
+  idist::backend_kit::reduce16(dtype, op, in_b.data(), a.data(), in_b.data(), n);
   EXPECT_EQ(in_a, expected);
   EXPECT_EQ(in_b, expected);
 }
@@ -106,8 +106,8 @@ INSTANTIATE_TEST_SUITE_P(AllOps, Reduce16,
 
 TEST(Reduce16Errors, RejectsOtherDtypesAndBitwiseOps) {
   std::uint16_t x = 0;
-  EXPECT_THROW(idist::core::reduce16(DType::Float32, ReduceOp::Sum, &x, &x, &x, 1), idist::ValueError);
-  EXPECT_THROW(idist::core::reduce16(DType::Float16, ReduceOp::And, &x, &x, &x, 1), idist::ValueError);
+  EXPECT_THROW(idist::backend_kit::reduce16(DType::Float32, ReduceOp::Sum, &x, &x, &x, 1), idist::ValueError);
+  EXPECT_THROW(idist::backend_kit::reduce16(DType::Float16, ReduceOp::And, &x, &x, &x, 1), idist::ValueError);
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ using namespace std::chrono_literals;
 using idist::Work;
 using idist::detail::AsyncWorkImpl;
 
-Work make_work(const std::shared_ptr<AsyncWorkImpl>& impl, const char* op = "all_reduce", int rank = 3,
+Work make_work(const std::shared_ptr<AsyncWorkImpl>& impl, idist::OpType op = idist::OpType::AllReduce, int rank = 3,
                std::chrono::milliseconds timeout = 60s) {
   return Work(impl, op, rank, timeout);
 }
@@ -68,7 +68,7 @@ TEST(Work, IsCompletedTurnsTrueWithoutWait) {
 
 TEST(Work, ShortTimeoutThrowsTimeoutErrorNamingOpAndRank) {
   auto impl = std::make_shared<AsyncWorkImpl>();
-  Work w = make_work(impl, "broadcast", 5);
+  Work w = make_work(impl, idist::OpType::Broadcast, 5);
   const auto start = std::chrono::steady_clock::now();
   try {
     w.wait(30ms);
@@ -96,7 +96,7 @@ TEST(Work, TimeoutErrorIsAnIdistError) {
 
 TEST(Work, DefaultWaitUsesTheTimeoutGivenAtCreation) {
   auto impl = std::make_shared<AsyncWorkImpl>();
-  Work w = make_work(impl, "barrier", 0, 40ms);
+  Work w = make_work(impl, idist::OpType::Barrier, 0, 40ms);
   const auto start = std::chrono::steady_clock::now();
   try {
     w.wait();
@@ -174,6 +174,70 @@ TEST(Work, NonIdistErrorsPassThroughUnchanged) {
   Work w = make_work(impl);
   impl->finish(std::make_exception_ptr(std::logic_error("custom")));
   EXPECT_THROW(w.wait(), std::logic_error);
+}
+
+TEST(Work, AContinuationReturningAValueGivesTheWorkThatValue) {
+  auto impl = std::make_shared<AsyncWorkImpl>();
+  Work w = make_work(impl);
+  int runs = 0;
+  w.then([&] { ++runs; }).then([&] { return runs * 10; });
+  EXPECT_FALSE(w.has_value());  // nothing has run yet
+  impl->finish();
+  EXPECT_EQ(w.value<int>(), 10);  // value() waits, then reads
+  EXPECT_EQ(runs, 1);
+  // Asking for another type names the operation and both types.
+  try {
+    w.value<double>();
+    ADD_FAILURE() << "an int was read as a double";
+  } catch (const idist::ValueError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("all_reduce"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("expected a value of type"), std::string::npos) << msg;
+  }
+  // A Work without value says so.
+  Work none;
+  EXPECT_FALSE(none.has_value());
+  EXPECT_THROW(none.value<int>(), idist::ValueError);
+}
+
+TEST(Work, ReadyHoldsAValueAndAValueContinuationOnACompletedWorkKeepsIt) {
+  Work ready = Work::ready(std::string("bucket"));
+  EXPECT_TRUE(ready.is_completed());
+  EXPECT_EQ(ready.value<std::string>(), "bucket");
+  Work done;  // completed, no state: the continuation runs at once and its value is kept
+  done.then([] { return 7; });
+  EXPECT_EQ(done.value<int>(), 7);
+}
+
+TEST(Work, AfterCompletesWithItsFirstWorkButKeepsItsOwnContinuations) {
+  auto impl = std::make_shared<AsyncWorkImpl>();
+  Work first = make_work(impl, idist::OpType::Broadcast);
+  std::string trace;
+  first.then([&] { trace += "first "; });
+  Work next = Work::after(first);
+  next.then([&] {
+    trace += "next";
+    return 1;
+  });
+  EXPECT_EQ(next.op(), "broadcast");
+  EXPECT_FALSE(next.is_completed());
+  impl->finish();
+  EXPECT_TRUE(next.is_completed());
+  first.wait();  // runs only first's continuation
+  EXPECT_EQ(trace, "first ");
+  EXPECT_FALSE(first.has_value());
+  EXPECT_EQ(next.value<int>(), 1);
+  EXPECT_EQ(trace, "first next");
+  // A bounded wait on an unfinished first Work times out naming it.
+  auto stuck = std::make_shared<AsyncWorkImpl>();
+  Work later = Work::after(make_work(stuck, idist::OpType::Barrier));
+  try {
+    later.wait(20ms);
+    ADD_FAILURE() << "an unfinished Work completed";
+  } catch (const idist::TimeoutError& e) {
+    EXPECT_NE(std::string(e.what()).find("barrier"), std::string::npos) << e.what();
+  }
+  stuck->finish();
 }
 
 }  // namespace

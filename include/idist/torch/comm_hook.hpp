@@ -1,10 +1,10 @@
 #pragma once
 /// @file
-/// Communication hooks of auto_model: what a hook receives (GradBucket), what it returns
-/// (BucketFuture) and its type (CommHook). Mirrors DistributedDataParallel.register_comm_hook's
-/// contract (torch.distributed.GradBucket, a hook returning torch.futures.Future[Tensor]). The
-/// built-in hooks are in idist/torch/comm_hooks.hpp; idist::register_comm_hook is in
-/// idist/torch/auto_model.hpp.
+/// Communication hooks of auto_model: what a hook receives (GradBucket) and its type (CommHook: it
+/// returns an idist::Work that yields the reduced bucket). Mirrors DistributedDataParallel.
+/// register_comm_hook's contract (torch.distributed.GradBucket, a hook returning
+/// torch.futures.Future[Tensor]); auto_model's own all-reduce is such a hook. The built-in hooks are in
+/// idist/torch/comm_hooks.hpp; idist::register_comm_hook is in idist/torch/auto_model.hpp.
 
 #include <cstddef>
 #include <cstdint>
@@ -65,46 +65,19 @@ class GradBucket {
   bool last_;
 };
 
-/// The pending result of a communication hook: completes with the reduced bucket (the C++ form of
-/// the torch.futures.Future[Tensor] a Python hook returns).
-///
-/// Holds the Work of the collective the hook launched and a continuation run by wait() once it
-/// completes (decompression, PowerSGD's later steps); the continuation returns the reduced flat
-/// tensor. Move-only in effect: wait() runs the continuation once.
-class BucketFuture {
- public:
-  /// An already-completed result.
-  static BucketFuture ready(at::Tensor result) {
-    return BucketFuture(Work{}, [t = std::move(result)] { return t; });
-  }
-
-  BucketFuture() = default;
-  /// Completes when `work` completes, with what `then` returns (called once, by wait()).
-  BucketFuture(Work work, std::function<at::Tensor()> then) : work_(std::move(work)), then_(std::move(then)) {}
-
-  /// Whether the launched collective finished (drives its progress on backends that progress only
-  /// when polled). The continuation has not run yet.
-  bool is_completed() { return work_.is_completed(); }
-
-  /// Waits for the collective, runs the continuation and returns the reduced bucket (same number
-  /// of elements and dtype as GradBucket::buffer()).
-  /// @throws whatever the collective (TimeoutError, BackendError) or the continuation throws.
-  at::Tensor wait() {
-    work_.wait();
-    if (!then_) return {};
-    auto then = std::exchange(then_, nullptr);
-    return then();
-  }
-
- private:
-  Work work_;
-  std::function<at::Tensor()> then_;
-};
-
 /// A communication hook: called once per bucket and backward, in bucket order, on every rank, when
-/// the bucket's gradients are all in; launches the bucket's reduction and returns its future. The
-/// same collectives must be issued in the same order on every rank. State (PowerSGD's matrices)
+/// the bucket's gradients are all in; launches the bucket's reduction and returns its idist::Work (the
+/// C++ form of the torch.futures.Future[Tensor] a Python hook returns). Once that Work completes the
+/// bucket holds the reduced gradients: in place (a Work without a value, e.g. the one
+/// all_reduce_async(bucket.buffer()) returns), or as the Work's value (Work::then() with a function
+/// returning a tensor, Work::ready()): a tensor of the bucket's size and dtype, copied into the bucket.
+/// The same collectives must be issued in the same order on every rank. State (PowerSGD's matrices)
 /// lives in the callable, as a captured object (PyTorch passes it as the hook's `state` argument).
-using CommHook = std::function<BucketFuture(GradBucket&)>;
+///
+///     idist::register_comm_hook(model, [](idist::GradBucket& b) {
+///       b.buffer().div_(idist::get_world_size());
+///       return idist::all_reduce_async(b.buffer());
+///     });
+using CommHook = std::function<Work(GradBucket&)>;
 
 }  // namespace idist

@@ -1,7 +1,7 @@
 #include "core/debug/debug_model.hpp"
 
 #include <algorithm>
-#include <numeric>
+#include <vector>
 
 #include "core/debug/desync_check.hpp"
 #include "idist/error.hpp"
@@ -11,23 +11,13 @@ namespace idist::core::debug {
 namespace {
 
 // A Work's own deadline is the backend's timeout plus this, so that a backend's precise failure
-// (gloo names the lost peer after a probe of up to 2 s) arrives before the wrapper gives up.
+// (gloo names the lost peer after a bounded probe) arrives before the wrapper gives up.
 constexpr std::chrono::milliseconds kWorkGrace{2500};
 
-std::vector<int> members_of(const Group& group, int world_size) {
-  std::vector<int> ranks = group.ranks();
-  if (group.is_world()) {
-    ranks.resize(std::size_t(world_size));
-    std::iota(ranks.begin(), ranks.end(), 0);
-  }
-  std::sort(ranks.begin(), ranks.end());
-  return ranks;
-}
-
-// Called inside a catch block: records how the collective ended, dumps the recorder and rethrows;
-// a timeout's message gains the ranks that never reached the collective.
-[[noreturn]] void fail_current(Diagnostics& d, std::uint64_t id, const Fingerprint& fp, const Group& group,
-                               int world_size, const std::string& name) {
+// Called inside a catch block: records how the operation ended, dumps the recorder and rethrows;
+// a timeout's message gains the ranks that never reached the operation.
+[[noreturn]] void fail_current(Diagnostics& d, std::uint64_t id, const Fingerprint& fp, const std::vector<int>& members,
+                               const std::string& group) {
   try {
     throw;
   } catch (const DesyncError& e) {
@@ -36,7 +26,7 @@ std::vector<int> members_of(const Group& group, int world_size) {
     throw;
   } catch (const TimeoutError& e) {
     d.recorder().finish(id, TraceState::TimedOut);
-    const std::string msg = e.what() + d.laggards(fp, members_of(group, world_size), name);
+    const std::string msg = e.what() + d.laggards(fp, members, group);
     d.dump(msg);
     throw TimeoutError(msg);
   } catch (const std::exception& e) {
@@ -46,18 +36,11 @@ std::vector<int> members_of(const Group& group, int world_size) {
   }
 }
 
-// The Work of a non-blocking collective: waits on the backend's Work and records how it ended.
+// The Work of a non-blocking operation: waits on the backend's Work and records how it ended.
 class TracedWork final : public idist::detail::WorkImpl {
  public:
-  TracedWork(Work inner, std::shared_ptr<Diagnostics> d, Fingerprint fp, Group group, std::string name,
-             std::uint64_t id, int world_size)
-      : inner_(std::move(inner)),
-        d_(std::move(d)),
-        fp_(fp),
-        group_(std::move(group)),
-        name_(std::move(name)),
-        id_(id),
-        world_size_(world_size) {}
+  TracedWork(Work inner, std::shared_ptr<Diagnostics> d, Fingerprint fp, const ProcessGroup& group, std::uint64_t id)
+      : inner_(std::move(inner)), d_(std::move(d)), fp_(fp), members_(group.ranks()), group_(group.name()), id_(id) {}
 
   bool test() override { return inner_.is_completed(); }
 
@@ -69,7 +52,7 @@ class TracedWork final : public idist::detail::WorkImpl {
       else
         inner_.wait(std::max(milliseconds(0), duration_cast<milliseconds>(deadline - steady_clock::now())));
     } catch (...) {
-      fail_current(*d_, id_, fp_, group_, world_size_, name_);
+      fail_current(*d_, id_, fp_, members_, group_);
     }
     d_->recorder().finish(id_, TraceState::Completed);
     return true;
@@ -79,20 +62,12 @@ class TracedWork final : public idist::detail::WorkImpl {
   Work inner_;
   std::shared_ptr<Diagnostics> d_;
   Fingerprint fp_;
-  Group group_;
-  std::string name_;
+  std::vector<int> members_;
+  std::string group_;
   std::uint64_t id_;
-  int world_size_;
 };
 
 }  // namespace
-
-struct DebugModel::Call {
-  Fingerprint fp;
-  const Group* group;
-  std::string name;
-  std::uint64_t id = 0;
-};
 
 std::unique_ptr<ComputationModel> wrap(std::unique_ptr<ComputationModel> model, const Settings& settings) {
   if (!settings.wrapped()) return model;
@@ -106,98 +81,85 @@ DebugLevel level_of(ComputationModel& model) {
 
 DebugModel::DebugModel(std::unique_ptr<ComputationModel> inner, const Settings& settings)
     : ComputationModel(inner->timeout()), inner_(std::move(inner)) {
+  // The wrapper resolves groups through the backend and shares its identity and world group, so that a
+  // group made through either is the same group.
   set_layout(inner_->layout());
+  set_world_group(inner_->world_);
+  id_ = inner_->id_;
   diag_ = std::make_shared<Diagnostics>(settings, inner_->rank(), inner_->world_size(),
-                                        inner_->backend().value_or("serial"), inner_->rendezvous_store());
+                                        inner_->backend().value_or("serial"), inner_->progress_board());
+}
+
+void DebugModel::set_local_rank(int local_rank) {
+  inner_->set_local_rank(local_rank);
+  set_layout_local_rank(inner_->local_rank());
 }
 
 void DebugModel::finalize() {
-  diag_->detach_store();
+  diag_->detach_board();
   inner_->finalize();
 }
 
-DebugModel::Call DebugModel::begin(Collective c, DType dtype, std::size_t count, std::int64_t op, std::int64_t root,
-                                   const Group& group) {
-  Call call{{}, &group, group.is_world() ? std::string("world") : group.str(), 0};
-  call.fp.collective = std::int64_t(c);
-  call.fp.dtype = c == Collective::Barrier ? -1 : std::int64_t(dtype);
-  call.fp.count = std::int64_t(count);
-  call.fp.op = op;
-  call.fp.root = root;
-  call.fp.group_hash = group_hash(group);
-  call.fp.rank = inner_->rank();
-  diag_->assign_seq(call.fp);
-  call.id = diag_->recorder().start(call.fp, call.name);
-  return call;
+void DebugModel::check_device_buffer(OpType op, std::string_view arg, const Device& device) const {
+  inner_->check_device_buffer(op, arg, device);
+}
+
+std::shared_ptr<ProcessGroup> DebugModel::create_group(std::vector<int> sorted_ranks) {
+  return inner_->create_group(std::move(sorted_ranks));
+}
+
+void DebugModel::check_same_call(const Fingerprint& fp, const ProcessGroup& group) {
+  std::vector<Fingerprint> all(std::size_t(group.size()));
+  const Gathering exchange{OpType::AllGather,
+                           ConstBuffer{&fp, Fingerprint::kWords, DType::Int64},
+                           Buffer{all.data(), all.size() * Fingerprint::kWords, DType::Int64},
+                           {},
+                           -1,
+                           group};
+  inner_->do_gather(exchange, Completion::Blocking);
+  debug::check_same_call(all, fp, group.name());
 }
 
 template <class Run>
-void DebugModel::run_blocking(Call& call, Run run) {
-  try {
-    if (diag_->settings().level == DebugLevel::Detail) check_same_call(*inner_, call.fp, *call.group, call.name);
-    run();
-  } catch (...) {
-    fail_current(*diag_, call.id, call.fp, *call.group, world_size(), call.name);
-  }
-  diag_->recorder().finish(call.id, TraceState::Completed);
-}
-
-template <class Issue>
-Work DebugModel::run_async(Call& call, Issue issue) {
+Work DebugModel::traced(Fingerprint fp, const ProcessGroup& group, Completion how, Run run) {
+  fp.rank = rank();
+  diag_->assign_seq(fp);
+  const std::uint64_t id = diag_->recorder().start(fp, group.name());
   Work work;
   try {
-    if (diag_->settings().level == DebugLevel::Detail) check_same_call(*inner_, call.fp, *call.group, call.name);
-    work = issue();
+    if (diag_->settings().level == DebugLevel::Detail) check_same_call(fp, group);
+    work = run(how);
   } catch (...) {
-    fail_current(*diag_, call.id, call.fp, *call.group, world_size(), call.name);
+    fail_current(*diag_, id, fp, group.ranks(), group.name());
   }
-  auto impl =
-      std::make_shared<TracedWork>(std::move(work), diag_, call.fp, *call.group, call.name, call.id, world_size());
-  return Work(std::move(impl), to_string(Collective(call.fp.collective)), rank(), timeout() + kWorkGrace);
+  if (how == Completion::Blocking) {
+    diag_->recorder().finish(id, TraceState::Completed);
+    return work;
+  }
+  return Work(std::make_shared<TracedWork>(std::move(work), diag_, fp, group, id), OpType(fp.collective), rank(),
+              timeout() + kWorkGrace);
 }
 
-Work DebugModel::do_all_reduce(Buffer data, ReduceOp op, const Group& group) {
-  Call call = begin(Collective::AllReduce, data.dtype, data.count, std::int64_t(op), -1, group);
-  return run_async(call, [&] { return inner_->all_reduce(data, op, group); });
+Work DebugModel::do_reduce(const Reduction& r, Completion how) {
+  return traced(fingerprint_of(r), r.group, how, [&](Completion c) { return inner_->do_reduce(r, c); });
 }
-Work DebugModel::do_all_gather(ConstBuffer in, Buffer out, const Group& group) {
-  Call call = begin(Collective::AllGather, in.dtype, in.count, -1, -1, group);
-  return run_async(call, [&] { return inner_->all_gather(in, out, group); });
+
+Work DebugModel::do_gather(const Gathering& g, Completion how) {
+  return traced(fingerprint_of(g), g.group, how, [&](Completion c) { return inner_->do_gather(g, c); });
 }
-Work DebugModel::do_all_gather_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, int,
-                                 const Group& group) {
-  // Lengths differ by rank on purpose: the group compares their sum (out.count, checked by the
-  // front door), which every member knows.
-  Call call = begin(Collective::AllGatherV, in.dtype, out.count, -1, -1, group);
-  return run_async(call, [&] { return inner_->all_gather_v(in, out, counts, group); });
+
+Work DebugModel::do_distribute(const Distribution& d, Completion how) {
+  return traced(fingerprint_of(d), d.group, how, [&](Completion c) { return inner_->do_distribute(d, c); });
 }
-Work DebugModel::do_broadcast(Buffer data, int src, int, const Group& group) {
-  Call call = begin(Collective::Broadcast, data.dtype, data.count, -1, src, group);
-  return run_async(call, [&] { return inner_->broadcast(data, src, group); });
+
+Work DebugModel::do_barrier(const ProcessGroup& group, Completion how) {
+  return traced(barrier_fingerprint(group), group, how, [&](Completion c) { return inner_->do_barrier(group, c); });
 }
-Work DebugModel::do_barrier(const Group& group) {
-  Call call = begin(Collective::Barrier, DType::UInt8, 0, -1, -1, group);
-  return run_async(call, [&] { return inner_->barrier(group); });
-}
-void DebugModel::do_all_reduce_blocking(Buffer data, ReduceOp op, const Group& group) {
-  Call call = begin(Collective::AllReduce, data.dtype, data.count, std::int64_t(op), -1, group);
-  run_blocking(call, [&] { inner_->all_reduce_blocking(data, op, group); });
-}
-void DebugModel::do_all_gather_blocking(ConstBuffer in, Buffer out, const Group& group) {
-  Call call = begin(Collective::AllGather, in.dtype, in.count, -1, -1, group);
-  run_blocking(call, [&] { inner_->all_gather_blocking(in, out, group); });
-}
-void DebugModel::do_broadcast_blocking(Buffer data, int src, int, const Group& group) {
-  Call call = begin(Collective::Broadcast, data.dtype, data.count, -1, src, group);
-  run_blocking(call, [&] { inner_->broadcast_blocking(data, src, group); });
-}
-void DebugModel::do_barrier_blocking(const Group& group) {
-  Call call = begin(Collective::Barrier, DType::UInt8, 0, -1, -1, group);
-  run_blocking(call, [&] { inner_->barrier_blocking(group); });
-}
-void DebugModel::do_monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks) {
+
+void DebugModel::do_monitored_barrier(const ProcessGroup& group, std::chrono::milliseconds timeout,
+                                      bool wait_all_ranks) {
   try {
-    inner_->monitored_barrier(group, timeout, wait_all_ranks);
+    inner_->do_monitored_barrier(group, timeout, wait_all_ranks);
   } catch (const std::exception& e) {
     diag_->dump(e.what());
     throw;

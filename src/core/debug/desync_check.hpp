@@ -1,16 +1,16 @@
 #pragma once
-// IDIST_DISTRIBUTED_DEBUG=DETAIL's check before a collective: the group all-gathers every member's
-// fingerprint through the backend itself and compares them.
+// IDIST_DISTRIBUTED_DEBUG=DETAIL's check before a collective: the group has all-gathered every
+// member's fingerprint (through the backend itself, DebugModel) and compares them.
+#include <span>
 #include <string>
 
 #include "core/debug/fingerprint.hpp"
-#include "idist/computation_model.hpp"
 
 namespace idist::core::debug {
 
-/// Exchanges `call` over `group` on `model` (one all_gather of Fingerprint::kWords int64 per rank) and
-/// returns nothing when every member issued the same call.
+/// Returns when every fingerprint of `all` (one per member of group `group_name`, exchanged by the
+/// caller) is the same call as `call`, this rank's.
 /// @throws DesyncError on every member when they differ, naming each rank and its call.
-void check_same_call(ComputationModel& model, const Fingerprint& call, const Group& group, const std::string& name);
+void check_same_call(std::span<const Fingerprint> all, const Fingerprint& call, const std::string& group_name);
 
 }  // namespace idist::core::debug

@@ -6,28 +6,21 @@
 
 namespace idist::core::debug {
 
-const char* to_string(Collective c) noexcept {
-  switch (c) {
-    case Collective::AllReduce: return "all_reduce";
-    case Collective::AllGather: return "all_gather";
-    case Collective::AllGatherV: return "all_gather_v";
-    case Collective::Broadcast: return "broadcast";
-    case Collective::Barrier: return "barrier";
-  }
-  return "unknown collective";
-}
-
 bool Fingerprint::same_call(const Fingerprint& o) const noexcept {
   return seq == o.seq && collective == o.collective && op == o.op && dtype == o.dtype && count == o.count &&
          root == o.root && group_hash == o.group_hash;
 }
 
+std::string Fingerprint::name() const {
+  // Words received from a peer may hold anything: out-of-range values print as numbers.
+  if (collective >= 0 && collective < std::int64_t(kOpTypeCount)) return std::string(to_string(OpType(collective)));
+  return fmt::format("collective#{}", collective);
+}
+
 std::string Fingerprint::describe() const {
-  const auto c = Collective(collective);
-  // Words received from a peer may hold anything: print out-of-range values as numbers.
-  const bool known = collective >= 0 && collective <= std::int64_t(Collective::Barrier);
-  std::string s = known ? to_string(c) : fmt::format("collective#{}", collective);
-  if (known && c != Collective::Barrier) {
+  const bool known = collective >= 0 && collective < std::int64_t(kOpTypeCount);
+  std::string s = name();
+  if (known && OpType(collective) != OpType::Barrier) {
     const bool dtype_known = dtype >= 0 && dtype <= std::int64_t(DType::Float64);
     s += fmt::format(" {}[{}]", dtype_known ? to_string(DType(dtype)) : std::string_view("dtype?"), count);
   }
@@ -37,13 +30,36 @@ std::string Fingerprint::describe() const {
   return s;
 }
 
-std::int64_t group_hash(const Group& group) {
-  if (group.is_world()) return 0;
-  std::vector<int> ranks = group.ranks();
-  std::sort(ranks.begin(), ranks.end());
-  std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the ranks
-  for (int r : ranks) h = (h ^ std::uint64_t(std::uint32_t(r))) * 1099511628211ull;
-  return std::int64_t(h >> 1);
+namespace {
+Fingerprint make(OpType op, DType dtype, std::size_t count, std::int64_t reduce_op, int root,
+                 const ProcessGroup& group) {
+  Fingerprint f;
+  f.collective = std::int64_t(op);
+  f.dtype = std::int64_t(dtype);
+  f.count = std::int64_t(count);
+  f.op = reduce_op;
+  f.root = root >= 0 ? group.ranks()[std::size_t(root)] : -1;  // the world rank, as the user named it
+  f.group_hash = group.hash();
+  return f;
+}
+}  // namespace
+
+Fingerprint fingerprint_of(const Reduction& r) {
+  return make(r.op, r.in.dtype, r.in.count, std::int64_t(r.reduce_op), r.root, r.group);
+}
+
+Fingerprint fingerprint_of(const Gathering& g) {
+  // Lengths differ by rank on purpose in all_gather_v: the group compares their sum (out.count, checked
+  // by the front door), which every member knows.
+  return make(g.op, g.in.dtype, g.counts.empty() ? g.in.count : g.out.count, -1, g.root, g.group);
+}
+
+Fingerprint fingerprint_of(const Distribution& d) { return make(d.op, d.out.dtype, d.out.count, -1, d.root, d.group); }
+
+Fingerprint barrier_fingerprint(const ProcessGroup& group) {
+  Fingerprint f = make(OpType::Barrier, DType::UInt8, 0, -1, -1, group);
+  f.dtype = -1;
+  return f;
 }
 
 std::string compare(std::span<const Fingerprint> all, const std::string& group_name) {

@@ -6,20 +6,16 @@
 #include <string>
 #include <vector>
 
-#include "idist/group.hpp"
+#include "idist/op_type.hpp"
+#include "idist/operation.hpp"
 #include "idist/types.hpp"
 
 namespace idist::core::debug {
 
-/// The collectives of ComputationModel.
-enum class Collective : std::int64_t { AllReduce, AllGather, AllGatherV, Broadcast, Barrier };
-
-/// "all_reduce", "all_gather", "all_gather_v", "broadcast", "barrier".
-const char* to_string(Collective c) noexcept;
-
 /// One collective as issued by one rank. Plain int64 words, so that it travels as an Int64 buffer.
-/// `count`: elements (all_gather: this rank's input; all_gather_v: the sum over the group);
-/// `op` / `root`: -1 where they do not apply; `group_hash`: of the sorted member ranks.
+/// `collective`: the OpType; `count`: elements (all_gather: this rank's input; all_gather_v: the sum
+/// over the group); `op` / `root`: -1 where they do not apply (root: a world rank); `group_hash`:
+/// ProcessGroup::hash().
 struct Fingerprint {
   std::int64_t seq = 0;
   std::int64_t collective = 0;
@@ -36,11 +32,19 @@ struct Fingerprint {
   bool same_call(const Fingerprint& o) const noexcept;
   /// "all_reduce float32[4] SUM seq 12", "broadcast float32[4] src 0 seq 12", "barrier seq 3".
   std::string describe() const;
+  /// The operation's name (to_string(OpType)), or "collective#N" for a value outside OpType.
+  std::string name() const;
 };
 static_assert(sizeof(Fingerprint) == Fingerprint::kWords * sizeof(std::int64_t));
 
-/// Hash of a group's sorted members (0 for the world).
-std::int64_t group_hash(const Group& group);
+/// The fingerprint of an operation (seq and rank left at 0).
+Fingerprint fingerprint_of(const Reduction& r);
+/// The fingerprint of a gathering.
+Fingerprint fingerprint_of(const Gathering& g);
+/// The fingerprint of a distribution.
+Fingerprint fingerprint_of(const Distribution& d);
+/// The fingerprint of a barrier of `group`.
+Fingerprint barrier_fingerprint(const ProcessGroup& group);
 
 /// nullopt-like: empty when every fingerprint is the same call; otherwise the DesyncError text naming
 /// each rank and what it issued, ranks grouped by identical calls, e.g.

@@ -85,8 +85,7 @@ std::string FlightRecorder::to_json(const std::string& reason) const {
     out += fmt::format(
         "{{\"seq\": {}, \"group\": {}, \"collective\": \"{}\", \"dtype\": \"{}\", \"count\": {}, \"op\": \"{}\", "
         "\"root\": {}, \"call\": {}, \"start_us\": {}, \"end_us\": {}, \"state\": \"{}\"}}{}\n",
-        f.seq, json_string(e.group), to_string(Collective(f.collective)),
-        f.dtype >= 0 ? to_string(DType(f.dtype)) : std::string_view(""), f.count,
+        f.seq, json_string(e.group), f.name(), f.dtype >= 0 ? to_string(DType(f.dtype)) : std::string_view(""), f.count,
         f.op >= 0 ? to_string(ReduceOp(f.op)) : std::string_view(""), f.root, json_string(f.describe()), e.start_us,
         e.end_us, to_string(e.state), i + 1 < all.size() ? "," : "");
   }

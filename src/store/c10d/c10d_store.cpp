@@ -91,8 +91,8 @@ c10d::Connection& C10dStore::connection(const Call& call) {
   return *conn_;
 }
 
-void C10dStore::fail(const Call& call, IoStatus status, const std::string& detail) {
-  conn_.reset();
+void C10dStore::fail(const Call& call, IoStatus status, std::string detail) {
+  conn_.reset();  // detail is a copy: it often names the connection's own error text
   if (status == IoStatus::TimedOut)
     throw TimeoutError(fmt::format("{}: {} got no reply within {:.2f} s ({})", describe(), call.what,
                                    seconds_since(call.start), detail));

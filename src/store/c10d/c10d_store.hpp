@@ -81,7 +81,7 @@ class C10dStore final : public Store {
   std::vector<char> receive_value(const Call& call);
   bool check_locked(const Call& call, const std::vector<std::string>& keys);
   std::vector<std::string> missing_keys(const std::vector<std::string>& keys);
-  [[noreturn]] void fail(const Call& call, c10d::IoStatus status, const std::string& detail);
+  [[noreturn]] void fail(const Call& call, c10d::IoStatus status, std::string detail);
 
   std::string host_;
   int port_;

@@ -11,6 +11,7 @@
 #include "idist/error.hpp"
 #include "idist/torch/collectives.hpp"
 #include "idist/torch/dtype.hpp"
+#include "torch/staging.hpp"
 
 namespace idist::detail {
 

@@ -11,17 +11,18 @@
 #include "idist/context.hpp"
 #include "idist/error.hpp"
 #include "idist/torch/collectives.hpp"
+#include "torch/staging.hpp"
 
 namespace idist::detail {
 
 ShardComm::ShardComm(Group group) : group_(std::move(group)) {
   ComputationModel& m = current_model();
-  const std::optional<int> me = m.group_rank(group_);
-  if (!me)
+  const int me = m.process_group(group_).rank();
+  if (me < 0)
     throw ValueError(fmt::format(
         "ZeroRedundancyOptimizer: this rank (world rank {}) is not a member of the group {}; only members construct it",
         m.rank(), group_.str()));
-  rank_ = *me;
+  rank_ = me;
   if (group_.is_world()) {
     world_ranks_.resize(std::size_t(m.world_size()));
     for (std::size_t r = 0; r < world_ranks_.size(); ++r) world_ranks_[r] = int(r);
@@ -52,9 +53,9 @@ void ShardComm::publish(const at::Tensor& send, const at::Tensor& flat, std::spa
     out = host_flat_;
   }
   if (equal)
-    m.all_gather_blocking(ConstBuffer(tensor_buffer(in)), tensor_buffer(out), group_);
+    m.all_gather(ConstBuffer(tensor_buffer(in)), tensor_buffer(out), group_, Completion::Blocking);
   else
-    m.all_gather_v(ConstBuffer(tensor_buffer(in)), tensor_buffer(out), counts, group_).wait();
+    m.all_gather_v(ConstBuffer(tensor_buffer(in)), tensor_buffer(out), counts, group_, Completion::Blocking);
   if (!out.is_same(flat)) flat.copy_(out);
 }
 

@@ -16,22 +16,23 @@
 ///   parameter's .grad() is final for this backward; it divides the gradient by the world size
 ///   into its slot of the bucket (in place when .grad() already is the slot): the averaging is
 ///   folded into the bucket.
-/// - When all gradients of a bucket are in, the bucket's all-reduce is launched with the
-///   non-blocking API, always in bucket order so that every rank issues the same sequence. On a
-///   backend without asynchronous progress (mpi on one node, where idist runs no progress thread)
-///   nothing would overlap anyway, so the bucket is all-reduced at once with the backend's blocking
-///   form: one bucket in flight at a time bounds the backend's scratch memory (Open MPI's libnbc
-///   holds a buffer the size of each non-blocking all-reduce), and the fastest call is used
-///   (MPI_Allreduce, the mpi default). mpi across nodes has a progress thread, so its buckets fly
-///   while backward goes on, as on gloo.
-/// - The first hook of a backward queues an autograd final callback; it launches what is left,
-///   waits for every bucket and makes .grad() the averaged slot (or copies it back), so that the
-///   gradients are averaged when backward() returns. Nothing is in flight afterwards, so the
-///   user's own collectives never interleave with gradient buckets.
+/// - When all gradients of a bucket are in, the bucket is handed to the communication hook, always in
+///   bucket order so that every rank issues the same sequence; the hook returns the idist::Work of the
+///   bucket's reduction (the one future of a bucket). The default hook is c10d's run_allreduce_hook:
+///   a non-blocking all-reduce (sum) of the bucket. On a backend without asynchronous progress (mpi
+///   on one node, where idist runs no progress thread) nothing would overlap anyway, so the default
+///   hook all-reduces the bucket at once through the backend's blocking path: one bucket in flight
+///   at a time bounds the backend's scratch memory (Open MPI's libnbc holds a buffer the size of each
+///   non-blocking all-reduce), and the fastest call is used (MPI_Allreduce, the mpi default). mpi
+///   across nodes has a progress thread, so its buckets fly while backward goes on, as on gloo.
+/// - The first post hook of a backward queues an autograd final callback; it launches what is left,
+///   waits for every bucket's Work in bucket order (copying a value it yields into the bucket) and
+///   makes .grad() the averaged slot (or copies it back), so that the gradients are averaged when
+///   backward() returns. Nothing is in flight afterwards, so the user's own collectives never
+///   interleave with gradient buckets.
 ///
-/// With a communication hook (register_comm_hook), gradients enter the buckets undivided and each
-/// ready bucket is handed to the hook instead of the all-reduce; the final callback waits for the
-/// hooks' futures in bucket order and copies what they return into the buckets.
+/// A communication hook registered by the user (register_comm_hook) replaces the default one; the
+/// gradients then enter the buckets undivided (PyTorch's contract: the hook averages).
 ///
 /// After the first synchronised backward the buckets are rebuilt in the order rank 0's gradients
 /// became ready (DDP's rebuild_buckets; Options::rebuild_buckets), the order broadcast so that
@@ -42,9 +43,9 @@
 /// backward() call; collectives issued by the user inside backward (custom autograd functions)
 /// interleave with the buckets in gradient-ready order, which must then be the same on all ranks.
 ///
-/// This header is the Reducer's public surface; the implementation (autograd hooks and final
-/// callbacks, which need LibTorch's internal autograd headers) is compiled into idist_torch, in
-/// src/torch/.
+/// This header is the Reducer's surface inside idist_torch (auto_model, join and the tests use it); the
+/// implementation (autograd hooks and final callbacks, which need LibTorch's internal autograd
+/// headers) is reducer_impl.hpp.
 
 #include <cstddef>
 #include <functional>
@@ -54,6 +55,7 @@
 
 #include <torch/nn/module.h>
 
+#include "idist/torch/auto_model_options.hpp"
 #include "idist/torch/comm_hook.hpp"
 
 namespace idist::detail {
@@ -73,27 +75,9 @@ class ReducerImpl;  // src/torch/reducer_impl.hpp
 /// reducer's lock, which the autograd hooks take too.
 class Reducer {
  public:
-  /// Options (AutoModelOptions carries the user-facing ones).
-  struct Options {
-    /// Cap of every bucket but the first, in MiB (DDP's bucket_cap_mb).
-    double bucket_cap_mb = 25.0;
-    /// Cap of the first bucket in MiB (DDP: 1 MiB), lowered to bucket_cap_mb when that is smaller.
-    double first_bucket_cap_mb = 1.0;
-    /// Tolerate parameters that get no gradient in a backward (zero contribution); otherwise the
-    /// backward fails with a ValueError naming them.
-    bool find_unused_parameters = false;
-    /// Broadcast the module's buffers from rank 0 after each synchronised backward.
-    bool broadcast_buffers = true;
-    /// Make each .grad() an alias of its bucket slot (DDP's gradient_as_bucket_view).
-    bool gradient_as_bucket_view = true;
-    /// After the first synchronised backward, rebuild the buckets in the order the gradients
-    /// became ready on rank 0 (DDP's rebuild_buckets), so that buckets fill in backward order.
-    bool rebuild_buckets = true;
-    /// The set of parameters that get a gradient is the same in every iteration (DDP's
-    /// static_graph): the first synchronised backward finds the unused ones (as
-    /// find_unused_parameters does); later ones mark them ready at once and skip the search.
-    bool static_graph = false;
-  };
+  /// auto_model's options: the bucket caps, find_unused_parameters, broadcast_buffers,
+  /// gradient_as_bucket_view, static_graph and rebuild_buckets (sync_bn is auto_model's own step).
+  using Options = AutoModelOptions;
 
   /// Builds the buckets and installs a post hook on the gradient accumulator of every parameter
   /// of `module` that requires a gradient (DDP's constructor). Communicates nothing: the

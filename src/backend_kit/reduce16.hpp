@@ -6,7 +6,7 @@
 
 #include "idist/types.hpp"
 
-namespace idist::core {
+namespace idist::backend_kit {
 
 /// out[i] = a[i] op b[i] for `n` elements of `dtype` (Float16 or BFloat16), computed in float and
 /// rounded to nearest even; Min / Max propagate NaN (as torch). `out` may alias `a` or `b`.
@@ -14,4 +14,4 @@ namespace idist::core {
 /// @throws ValueError for another dtype, or And / Or (not defined on floating types).
 void reduce16(DType dtype, ReduceOp op, void* out, const void* a, const void* b, std::size_t n);
 
-}  // namespace idist::core
+}  // namespace idist::backend_kit

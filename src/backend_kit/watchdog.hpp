@@ -10,7 +10,7 @@
 #include <mutex>
 #include <thread>
 
-namespace idist::core {
+namespace idist::backend_kit {
 
 class Watchdog {
  public:
@@ -44,4 +44,4 @@ class Watchdog {
   std::thread thread_;  // last: starts once the members above exist
 };
 
-}  // namespace idist::core
+}  // namespace idist::backend_kit

@@ -1,10 +1,10 @@
 // The CUDA runtime is loaded with dlopen so that CPU-only programs never need libcudart and a
 // missing driver is a count of zero, not a load failure.
-#include "core/cuda_probe.hpp"
+#include "backend_kit/cuda_probe.hpp"
 
 #include <dlfcn.h>
 
-namespace idist::core {
+namespace idist::backend_kit {
 
 int cuda_device_count() noexcept {
   static const int count = [] {
@@ -21,4 +21,4 @@ int cuda_device_count() noexcept {
   return count;
 }
 
-}  // namespace idist::core
+}  // namespace idist::backend_kit

@@ -6,7 +6,7 @@
 
 #include "idist/types.hpp"
 
-namespace idist::core {
+namespace idist::backend_kit {
 
 /// out[i] = a[i] op b[i] for n elements; `out` may alias `a` or `b` (gloo's reduction signature).
 using ReduceFn = void (*)(void* out, const void* a, const void* b, std::size_t n);
@@ -25,4 +25,4 @@ ReduceFn reduce_function(DType dtype, ReduceOp op);
 /// @throws ValueError for And / Or on a floating type.
 void reduce_rows(void* out, const void* rows, std::size_t count, int nranks, DType dtype, ReduceOp op);
 
-}  // namespace idist::core
+}  // namespace idist::backend_kit

@@ -1,4 +1,4 @@
-#include "core/reduce16.hpp"
+#include "backend_kit/reduce16.hpp"
 
 #include <immintrin.h>
 
@@ -11,7 +11,7 @@
 #include "core/reduce_check.hpp"
 #include "idist/error.hpp"
 
-namespace idist::core {
+namespace idist::backend_kit {
 
 namespace {
 
@@ -116,7 +116,7 @@ void reduce16(DType dtype, ReduceOp op, void* out, const void* a, const void* b,
   } else {
     throw ValueError(fmt::format("reduce16: expected float16 or bfloat16, got {}", to_string(dtype)));
   }
-  check_reduce_op(dtype, op);
+  core::check_reduce_op(dtype, op);
   auto* o = static_cast<std::uint16_t*>(out);
   const auto* x = static_cast<const std::uint16_t*>(a);
   const auto* y = static_cast<const std::uint16_t*>(b);
@@ -130,4 +130,4 @@ void reduce16(DType dtype, ReduceOp op, void* out, const void* a, const void* b,
   }
 }
 
-}  // namespace idist::core
+}  // namespace idist::backend_kit

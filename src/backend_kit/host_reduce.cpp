@@ -1,16 +1,16 @@
 // Element-wise reductions on the host. Plain loops the compiler vectorises; integer arithmetic
 // through the unsigned type so that overflow wraps instead of being undefined.
-#include "core/host_reduce.hpp"
+#include "backend_kit/host_reduce.hpp"
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 
-#include "core/reduce16.hpp"
+#include "backend_kit/reduce16.hpp"
 #include "core/reduce_check.hpp"
 
-namespace idist::core {
+namespace idist::backend_kit {
 
 namespace {
 
@@ -114,7 +114,7 @@ ReduceFn boolean(ReduceOp op) {
 }  // namespace
 
 ReduceFn reduce_function(DType dtype, ReduceOp op) {
-  check_reduce_op(dtype, op);
+  core::check_reduce_op(dtype, op);
   switch (dtype) {
     case DType::Bool: return boolean(op);
     case DType::UInt8: return numeric<std::uint8_t>(op);
@@ -144,4 +144,4 @@ void reduce_rows(void* out, const void* rows, std::size_t count, int nranks, DTy
   for (int r = 2; r < nranks; ++r) fn(out, out, base + std::size_t(r) * row_bytes, count);
 }
 
-}  // namespace idist::core
+}  // namespace idist::backend_kit

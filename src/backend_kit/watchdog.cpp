@@ -1,9 +1,9 @@
-#include "core/watchdog.hpp"
+#include "backend_kit/watchdog.hpp"
 
 #include <algorithm>
 #include <utility>
 
-namespace idist::core {
+namespace idist::backend_kit {
 
 Watchdog::Watchdog(std::chrono::milliseconds period, Poll poll, std::function<void()> on_start)
     : period_(std::max(period, std::chrono::milliseconds(1))),
@@ -36,4 +36,4 @@ void Watchdog::run(const std::function<void()>& on_start) {
   }
 }
 
-}  // namespace idist::core
+}  // namespace idist::backend_kit

@@ -1,0 +1,99 @@
+#pragma once
+// How the tensor collectives hand tensors to the ComputationModel (private to idist_torch): a tensor
+// that is not contiguous, or not where the backend reads, is staged in a contiguous copy on the
+// communication device and written back after the collective.
+#include <string>
+#include <string_view>
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+
+#include "idist/collectives.hpp"
+#include "idist/context.hpp"
+#include "idist/detail/format.hpp"
+#include "idist/error.hpp"
+#include "idist/op_type.hpp"
+#include "idist/torch/dtype.hpp"
+#include "idist/work.hpp"
+
+namespace idist {
+
+namespace detail {
+
+/// Where the current backend reads tensors: the host, or idist::device() for nccl.
+inline c10::Device comm_device(const ComputationModel& m) { return to_torch_device(m.buffer_device()); }
+
+/// "[2, 3, 4]", for messages (c10's own printing of a size list).
+inline std::string shape_str(c10::IntArrayRef sizes) { return c10::str(sizes); }
+
+/// Throws ValueError unless `t` is defined and has a supported dtype. `fn` names the collective.
+inline DType checked_dtype(const at::Tensor& t, std::string_view fn) {
+  if (!t.defined()) throw ValueError(format_message("{}: tensor is undefined; expected a defined tensor", fn));
+  return to_dtype(t.scalar_type());
+}
+
+/// A tensor's data as the backend wants it: `buffer` is contiguous on the communication device;
+/// `copied` says whether it is a staging copy that has to be written back into the user's tensor.
+struct Staged {
+  at::Tensor buffer;
+  bool copied = false;
+};
+
+/// Stages `t` for a collective on device `dev` (no copy when it already qualifies).
+inline Staged stage(const at::Tensor& t, c10::Device dev) {
+  at::Tensor d = t.detach();  // shares storage; keeps the staging copy out of the autograd graph
+  if (d.device() == dev && d.is_contiguous()) return {d, false};
+  return {d.to(dev).contiguous(), true};
+}
+
+/// Adds to `w` the continuation that writes a staging copy back into `t` (or only keeps the
+/// tensor alive until the Work completes when no copy was made).
+inline Work& finish_into(Work& w, const at::Tensor& t, const Staged& s) {
+  if (s.copied) {
+    w.then([dst = t.detach(), src = s.buffer]() mutable {
+      at::NoGradGuard no_grad;
+      dst.copy_(src);
+    });
+  } else {
+    w.then([keep = s.buffer] { (void)keep; });
+  }
+  return w;
+}
+
+/// Writes a staging copy back into the user's tensor after a blocking collective.
+inline void copy_back(const at::Tensor& t, const Staged& s) {
+  if (!s.copied) return;
+  at::NoGradGuard no_grad;
+  t.detach().copy_(s.buffer);
+}
+
+/// The end of an in-place collective on `s`, the staging of `t`: written back now (Blocking) or
+/// when `w` is waited for (Async).
+inline Work finish(Work w, const at::Tensor& t, const Staged& s, Completion how) {
+  if (how == Completion::Blocking) {
+    copy_back(t, s);
+    return w;
+  }
+  return finish_into(w, t, s);
+}
+
+/// In-place all-reduce of `t` (any strided tensor), completed as `how` says.
+inline Work all_reduce_tensor(const at::Tensor& t, ReduceOp op, const Group& group, Completion how) {
+  ComputationModel& m = current_model();
+  checked_dtype(t, to_string(OpType::AllReduce));
+  const Staged s = stage(t, comm_device(m));
+  return finish(m.all_reduce(tensor_buffer(s.buffer), op, group, how), t, s, how);
+}
+
+/// In-place broadcast of `t` from world rank `src`, completed as `how` says.
+inline Work broadcast_tensor(const at::Tensor& t, int src, const Group& group, Completion how) {
+  ComputationModel& m = current_model();
+  check_src(m, src, to_string(OpType::Broadcast));
+  checked_dtype(t, to_string(OpType::Broadcast));
+  const Staged s = stage(t, comm_device(m));
+  return finish(m.broadcast(tensor_buffer(s.buffer), src, group, how), t, s, how);
+}
+
+}  // namespace detail
+
+}  // namespace idist

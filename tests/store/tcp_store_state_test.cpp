@@ -1,0 +1,139 @@
+// The TCPStore server's rules without a network: the key-value state (tcp_store_state.hpp) and the
+// request handlers (tcp_store_handlers.hpp) driven directly.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "store/tcp_store.hpp"
+#include "store/tcp_store_handlers.hpp"
+#include "store/tcp_store_state.hpp"
+
+namespace idist::store::detail {
+namespace {
+
+// Records what the state tells a waiting session.
+struct Listener final : WaitListener {
+  int present = 0;
+  std::string failure;
+  void keys_present() override { ++present; }
+  void wait_failed(const std::string& message) override { failure = message; }
+};
+
+std::shared_ptr<PendingWait> pending(std::variant<std::shared_ptr<PendingWait>, std::string> started) {
+  EXPECT_TRUE(std::holds_alternative<std::shared_ptr<PendingWait>>(started));
+  return std::get<std::shared_ptr<PendingWait>>(started);
+}
+
+std::vector<char> bytes(const std::string& s) { return {s.begin(), s.end()}; }
+
+TEST(TCPStoreState, WaitsCompleteWhenTheirLastKeyArrivesAndGetReturnsTheValue) {
+  KeyValueState state(0);
+  Listener l;
+  auto w = pending(state.wait(Op::Get, {"a"}, &l));
+  ASSERT_EQ(w->missing, std::vector<std::string>{"a"});
+  EXPECT_FALSE(state.set("a", bytes("xyz")).has_value());
+  EXPECT_EQ(l.present, 1);
+  Writer reply = state.ok_reply(*w);
+  Reader r(reply.buffer().data(), reply.buffer().size());
+  std::vector<char> value;
+  ASSERT_TRUE(r.bytes(value, 16));
+  EXPECT_EQ(value, bytes("xyz"));
+  // A wait for keys already present is complete at once and not kept.
+  Listener now;
+  auto done = pending(state.wait(Op::Wait, {"a"}, &now));
+  EXPECT_TRUE(done->missing.empty());
+  EXPECT_FALSE(state.set("b", bytes("1")).has_value());
+  EXPECT_EQ(now.present, 0);
+}
+
+TEST(TCPStoreState, CancelledWaitsAreNeverAnswered) {
+  KeyValueState state(0);
+  Listener l;
+  auto w = pending(state.wait(Op::Wait, {"k"}, &l));
+  state.cancel(w);
+  state.set("k", bytes("v"));
+  EXPECT_EQ(l.present, 0);
+  Writer timeout = state.timeout_reply(*w, KeyValueState::Clock::now());
+  const auto info = decode_timeout(timeout.buffer());
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->num_missing, 1u);
+}
+
+TEST(TCPStoreState, CountersAreDecimalAndReservedKeysBelongToTheServer) {
+  KeyValueState state(2);
+  EXPECT_EQ(std::get<std::int64_t>(state.add("n", 2)), 2);
+  EXPECT_EQ(std::get<std::int64_t>(state.add("n", -5)), -3);
+  state.set("text", bytes("abc"));
+  EXPECT_TRUE(std::holds_alternative<std::string>(state.add("text", 1)));
+  EXPECT_TRUE(state.set(std::string(kReservedPrefix) + "x", bytes("1")).has_value());
+  EXPECT_TRUE(std::holds_alternative<std::string>(state.add(kJoinedKey, 1)));
+  EXPECT_EQ(std::get<std::int64_t>(state.add(kJoinedKey, 0)), 0) << "a read of a reserved key is allowed";
+  EXPECT_TRUE(state.all_present({kWorldSizeKey}));
+  EXPECT_FALSE(state.all_present({kAllJoinedKey})) << "reading the join count created nothing";
+}
+
+TEST(TCPStoreState, JoinsCompleteTheJoinWaitAndADuplicateRankFailsIt) {
+  KeyValueState state(2);
+  Listener all;
+  auto w = pending(state.wait(Op::Wait, {kAllJoinedKey}, &all));
+  EXPECT_EQ(std::get<std::int64_t>(state.join(0, {"host-a", 10})), 1);
+  EXPECT_EQ(all.present, 0);
+  EXPECT_EQ(std::get<std::int64_t>(state.join(1, {"host-b", 11})), 2);
+  EXPECT_EQ(all.present, 1);
+  EXPECT_EQ(state.joined(), 2u);
+
+  KeyValueState twice(3);
+  Listener waiting;
+  auto v = pending(twice.wait(Op::Wait, {kAllJoinedKey}, &waiting));
+  twice.join(0, {"host-a", 10});
+  const auto conflict = twice.join(0, {"host-b", 20});
+  ASSERT_TRUE(std::holds_alternative<std::string>(conflict));
+  EXPECT_NE(std::get<std::string>(conflict).find("rank 0 was claimed by two processes"), std::string::npos);
+  EXPECT_EQ(waiting.failure, std::get<std::string>(conflict));
+  // Later waits for the join fail at once with the first conflict.
+  Listener late;
+  const auto started = twice.wait(Op::Wait, {kAllJoinedKey}, &late);
+  ASSERT_TRUE(std::holds_alternative<std::string>(started));
+  EXPECT_EQ(std::get<std::string>(started), std::get<std::string>(conflict));
+}
+
+TEST(TCPStoreHandlers, MalformedRequestsCloseAndHandshakesCheckTheToken) {
+  KeyValueState state(0);
+  const std::string token = "secret";
+  Writer set;
+  set.str("k");  // no value follows
+  Reader bad(set.buffer().data(), set.buffer().size());
+  const Outcome malformed = handle_request(Op::Set, bad, {state, token, true});
+  EXPECT_EQ(malformed.action, Outcome::Action::Close);
+  EXPECT_EQ(malformed.refusal, "malformed set");
+
+  Writer hello;
+  hello.u32(kProtocolVersion);
+  hello.str("wrong");
+  Reader r(hello.buffer().data(), hello.buffer().size());
+  const Outcome refused = handle_request(Op::Hello, r, {state, token, false});
+  EXPECT_EQ(refused.status, Status::Error);
+  EXPECT_TRUE(refused.close_after_reply);
+  EXPECT_EQ(refused.refusal, "wrong store token");
+  EXPECT_FALSE(refused.authenticated);
+
+  Writer good;
+  good.u32(kProtocolVersion);
+  good.str(token);
+  Reader g(good.buffer().data(), good.buffer().size());
+  EXPECT_TRUE(handle_request(Op::Hello, g, {state, token, false}).authenticated);
+
+  Writer get;
+  get.u64(500);
+  get.str("key");
+  Reader q(get.buffer().data(), get.buffer().size());
+  const Outcome wait = handle_request(Op::Get, q, {state, token, true});
+  EXPECT_EQ(wait.action, Outcome::Action::Wait);
+  EXPECT_EQ(wait.wait_keys, std::vector<std::string>{"key"});
+  EXPECT_EQ(wait.wait_timeout_ms, 500u);
+}
+
+}  // namespace
+}  // namespace idist::store::detail
