@@ -31,8 +31,8 @@ class PeerWatch {
  public:
   /// Timings of the watch (see the file's comment).
   struct Settings {
-    std::chrono::milliseconds delay{250};          ///< an operation runs this long before its hosts are probed
-    std::chrono::milliseconds probe_timeout{700};  ///< one probe round: the wait for every host's answer
+    std::chrono::milliseconds delay{200};          ///< an operation runs this long before its hosts are probed
+    std::chrono::milliseconds probe_timeout{600};  ///< one probe round: the wait for every host's answer
     int rounds = 2;                                ///< consecutive unanswered rounds that make a host lost
   };
 

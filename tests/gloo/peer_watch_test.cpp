@@ -85,8 +85,8 @@ TEST(PeerWatch, SettingsFromTheEnvironment) {
   ::unsetenv("IDIST_GLOO_PEER_WATCH");
   auto s = PeerWatch::from_env();
   ASSERT_TRUE(s);
-  EXPECT_EQ(s->delay, 250ms);
-  EXPECT_EQ(s->probe_timeout, 700ms);
+  EXPECT_EQ(s->delay, 200ms);
+  EXPECT_EQ(s->probe_timeout, 600ms);
   EXPECT_EQ(s->rounds, 2);
   ::setenv("IDIST_GLOO_PEER_WATCH", "off", 1);
   EXPECT_FALSE(PeerWatch::from_env());
