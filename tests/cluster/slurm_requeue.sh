@@ -30,10 +30,7 @@ cluster_up 2
 rc=0
 # SLURM holds a requeued job for the job credential's lifetime (120 s by default): 20 s keeps the test short.
 IDIST_SLURM_CRED_EXPIRE=20 "$SLURM" up >"$LOGS/slurm-up.out" 2>"$LOGS/slurm-up.err" || rc=$?
-if [ "$rc" -eq 77 ]; then
-  echo "SKIPPED: $(tail -n 1 "$LOGS/slurm-up.err")"
-  exit 77
-fi
+[ "$rc" -eq 77 ] && missing "$(tail -n 1 "$LOGS/slurm-up.err")"
 [ "$rc" -eq 0 ] || { cat "$LOGS/slurm-up.err"; echo "slurm-cluster.sh up failed ($rc)"; exit 1; }
 eval "$(cat "$LOGS/slurm-up.out")"  # export SLURM_CONF=...
 export OMP_NUM_THREADS=1
