@@ -37,6 +37,8 @@ readonly SD=/run/idist-cluster/$NAME/slurm
 readonly CONF=$SD/slurm.conf
 readonly CPUS=${IDIST_SLURM_CPUS:-2}
 readonly UP_TIMEOUT=${IDIST_SLURM_UP_TIMEOUT:-60}
+# seconds a job credential lives; SLURM also holds a requeued job that long before it may start again
+readonly CRED_EXPIRE=${IDIST_SLURM_CRED_EXPIRE:-120}
 
 usage() {
   cat <<EOF
@@ -48,6 +50,8 @@ usage: slurm-cluster.sh COMMAND [ARGS]   (as root; IDIST_CLUSTER as for cluster.
                    Waits up to ${UP_TIMEOUT} s for all nodes idle, then prints
                    "export SLURM_CONF=$CONF". Each node has
                    IDIST_SLURM_CPUS CPUs (default 2). Fails if SLURM is already up.
+                   IDIST_SLURM_CRED_EXPIRE: the job credential lifetime in seconds
+                   (default 120, SLURM's), also the wait of a requeued job.
   down             cancel jobs, stop the daemons this script started (TERM, KILL
                    after 10 s), remove the SLURM state; idempotent, exits 0
   status           sinfo/squeue of the cluster (exit 0 up, 3 not up)
@@ -77,7 +81,7 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$SD/munge/munge.socket
+AuthInfo=socket=$SD/munge/munge.socket,cred_expire=$CRED_EXPIRE
 SlurmctldPort=6817
 SlurmdPort=6818
 StateSaveLocation=$SD/ctld
@@ -184,6 +188,7 @@ cmd_up() {
   if [[ -n $want ]] && ! [[ $want =~ ^[0-9]{1,3}$ && $want -ge 1 ]]; then usage_die "up [N]: N must be a positive number"; fi
   [[ $CPUS =~ ^[1-9][0-9]{0,2}$ ]] || usage_die "IDIST_SLURM_CPUS='$CPUS': a number of CPUs per node, 1..999"
   [[ $UP_TIMEOUT =~ ^[0-9]+$ ]] || usage_die "IDIST_SLURM_UP_TIMEOUT='$UP_TIMEOUT': seconds"
+  [[ $CRED_EXPIRE =~ ^[1-9][0-9]{0,4}$ ]] || usage_die "IDIST_SLURM_CRED_EXPIRE='$CRED_EXPIRE': seconds, 1..99999"
   [[ $(id -u) -eq 0 ]] || cannot "not root (the emulated cluster and the SLURM daemons need root)"
   for c in munged mungekey slurmctld slurmd srun sinfo scontrol; do
     command -v "$c" >/dev/null ||

@@ -83,6 +83,9 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
                  "leave training after this global step as if the job were killed (no evaluation, no checkpoint "
                  "of that step)")
       ->check(kPositive);
+  app.add_flag("--print-timing", o.print_timing,
+               "every rank prints one line after its first training step: seconds since the process started, "
+               "the part spent before loading the checkpoint and loading it (for measuring restarts)");
   app.add_option("--comm-hook", o.comm_hook,
                  "gradient communication hook (idist::comm_hooks): none (auto_model's all-reduce), allreduce, fp16, "
                  "bf16 or powersgd")

@@ -23,6 +23,7 @@
 #include "progress.hpp"
 #include "resume_state.hpp"
 #include "threads.hpp"
+#include "timing.hpp"
 
 namespace fashion_mnist {
 namespace {
@@ -108,6 +109,7 @@ std::unique_ptr<idist::Checkpoint> open_checkpoint(const Options& o, const std::
 void train(const Options& o) {
   const int rank = idist::get_rank();
   const int world = idist::get_world_size();
+  StartupTiming timing(o.print_timing, rank);
   if (const auto threads = default_intra_op_threads(idist::get_nproc_per_node())) torch::set_num_threads(*threads);
   torch::manual_seed(o.seed);
   idist::show_config();
@@ -143,6 +145,7 @@ void train(const Options& o) {
   // shard's), the loader's position in its epoch.
   const std::unique_ptr<idist::Checkpoint> checkpoint = open_checkpoint(o, model, optimizer, loader);
   std::optional<idist::LoadedCheckpoint> loaded;
+  timing.loading();
   if (checkpoint && (o.resume || o.auto_resume)) {
     loaded = checkpoint->load_latest();
     if (!loaded && o.resume)
@@ -150,6 +153,7 @@ void train(const Options& o) {
           fmt::format("--resume: no checkpoint_<iteration>.pt in {} (on rank 0)", o.checkpoint_dir));
     if (loaded) report_differences(*loaded, o);
   }
+  timing.loaded();
   const TrainingPoint start = loaded ? training_point(*loaded) : TrainingPoint{};
   const int first_epoch = start.epoch_finished() ? start.epoch + 1 : start.epoch;
   const std::int64_t first_step = first_epoch == start.epoch ? start.epoch_step : 0;
@@ -202,6 +206,7 @@ void train(const Options& o) {
       optimizer->step();
       const auto [global, print] = reduce_step(step_totals(loss.detach(), logits.detach(), target), progress.due());
       progress.step(++step, global, print);
+      timing.step_done();
       const std::int64_t iteration = (epoch - 1) * steps + step;
       // Mid-epoch checkpoints; the epoch's last step is saved after its evaluation below.
       if (checkpoint && o.checkpoint_every_steps > 0 && iteration % o.checkpoint_every_steps == 0 && step < steps)

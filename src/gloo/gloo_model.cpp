@@ -78,6 +78,7 @@ GlooModel::GlooModel(const InitOptions& opts) : ComputationModel(opts.timeout) {
     if (const auto why = rendezvous::unreachable_addresses(peers_, "GLOO_SOCKET_IFNAME"))
       throw BackendError(fmt::format("gloo: rank {} cannot form the world: {}", info.rank, *why));
     device_ = make_tcp_device(interface_);
+    if (const auto settings = PeerWatch::from_env()) watch_ = std::make_unique<PeerWatch>(*settings);
     std::vector<int> all(std::size_t(info.world_size));
     for (int r = 0; r < info.world_size; ++r) all[std::size_t(r)] = r;
     auto world = std::make_shared<GlooGroup>(std::move(all), rank(), world_size(), id());
@@ -121,6 +122,45 @@ void GlooModel::connect(GlooGroup& group, const std::string& prefix) {
   }
   group.context = std::move(context);
   group.lane = std::make_unique<OpLane>(group.name());
+  watch(group);
+}
+
+void GlooModel::watch(GlooGroup& group) {
+  if (!watch_) return;
+  const int self = group.rank();
+  const std::string& my_address = peers_.at(std::size_t(rank())).address;
+  group.sockets.assign(group.ranks().size(), std::nullopt);
+  std::vector<PeerWatch::Host>& hosts = group.watched.hosts;
+  for (int pos = 0; pos < group.size(); ++pos) {
+    const int r = group.ranks()[std::size_t(pos)];
+    const std::string& address = peers_.at(std::size_t(r)).address;
+    if (pos == self || address == my_address || rendezvous::is_loopback_address(address)) continue;
+    auto& pair = group.context->getPair(pos);
+    if (!pair) continue;
+    auto& socket = group.sockets[std::size_t(pos)];
+    socket = find_pair_socket(*pair);
+    if (!socket) continue;
+    auto host = std::find_if(hosts.begin(), hosts.end(), [&](const auto& h) { return h.probe.address == address; });
+    if (host == hosts.end()) host = hosts.insert(hosts.end(), PeerWatch::Host{socket->remote, {}, {}});
+    host->positions.push_back(pos);
+    host->described += fmt::format("{}{}", host->described.empty() ? "" : ", ", describe_rank(peers_, r));
+  }
+  if (hosts.empty()) return;
+  const auto settings = watch_->settings();
+  group.watched.on_lost = [&group, settings](const std::vector<std::size_t>& lost) {
+    std::vector<std::string> named;
+    for (const std::size_t h : lost) named.push_back(group.watched.hosts[h].described);
+    {  // before the shutdown: the failing operation reads it
+      std::lock_guard lock(group.failure_mutex);
+      group.unreachable = fmt::format(
+          "peers unreachable on the network (no answer to {} TCP probes of {} ms each while the operation "
+          "waited; the connections to them were shut down): {}",
+          settings.rounds, settings.probe_timeout.count(), fmt::join(named, ", "));
+    }
+    for (const std::size_t h : lost)
+      for (const int pos : group.watched.hosts[h].positions) shutdown_pair_socket(*group.sockets[std::size_t(pos)]);
+  };
+  watch_->add(group.watched);
 }
 
 std::shared_ptr<ProcessGroup> GlooModel::create_group(std::vector<int> sorted_ranks) {
@@ -147,18 +187,28 @@ void GlooModel::run_guarded(const GlooGroup& group, OpType op, int rank, const r
                     to_string(op), rank, group.name(), group.failure));
   }
   const auto fail = [&](const std::string& detail, bool timed_out) {
+    std::string unreachable;  // the peer watch's verdict, when it ended the operation
+    {
+      std::lock_guard lock(group.failure_mutex);
+      unreachable = group.unreachable;
+    }
+    if (!unreachable.empty()) timed_out = false;
     // Only the first failure of a communicator looks for the lost peers (a bounded network probe).
-    const std::string lost = group.broken.load(std::memory_order_acquire)
+    const std::string lost = !unreachable.empty() || group.broken.load(std::memory_order_acquire)
                                  ? std::string()
                                  : lost_peers(detail, timed_out, group.ranks(), rank, peers, kPeerProbeTimeout);
-    const std::string msg = lost.empty()
-                                ? fmt::format(
-                                      "{} on {} (group {}) failed: {}; a peer may have died or issued a different "
-                                      "collective (another operation, element type, count, reduce op or root: "
-                                      "IDIST_DISTRIBUTED_DEBUG=DETAIL names it)",
-                                      to_string(op), describe_rank(peers, rank), group.name(), detail)
-                                : fmt::format("{} on {} (group {}) failed: {}; {}", to_string(op),
-                                              describe_rank(peers, rank), group.name(), detail, lost);
+    std::string msg;
+    if (!unreachable.empty())
+      msg = fmt::format("{} on {} (group {}) failed: {} (gloo then reported: {})", to_string(op),
+                        describe_rank(peers, rank), group.name(), unreachable, detail);
+    else if (lost.empty())
+      msg = fmt::format(
+          "{} on {} (group {}) failed: {}; a peer may have died or issued a different collective (another "
+          "operation, element type, count, reduce op or root: IDIST_DISTRIBUTED_DEBUG=DETAIL names it)",
+          to_string(op), describe_rank(peers, rank), group.name(), detail);
+    else
+      msg = fmt::format("{} on {} (group {}) failed: {}; {}", to_string(op), describe_rank(peers, rank), group.name(),
+                        detail, lost);
     {
       std::lock_guard lock(group.failure_mutex);
       if (group.failure.empty()) group.failure = msg;
@@ -167,7 +217,16 @@ void GlooModel::run_guarded(const GlooGroup& group, OpType op, int rank, const r
     if (timed_out) throw TimeoutError(msg);
     throw BackendError(msg);
   };
+  // The peer watch sees how long this operation has been running.
+  struct Busy {
+    std::atomic<std::int64_t>& since;
+    explicit Busy(std::atomic<std::int64_t>& s) : since(s) {
+      since.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_release);
+    }
+    ~Busy() { since.store(0, std::memory_order_release); }
+  };
   try {
+    const Busy busy(group.watched.busy_since);
     run(*group.context);
   } catch (const TimeoutError& e) {
     fail(e.what(), true);
@@ -318,6 +377,7 @@ void GlooModel::teardown(bool barrier_first) noexcept {
     }
   }
   try {
+    watch_.reset();  // first: it calls into the groups
     for (auto& g : groups_)
       if (g->lane) g->lane->stop("the gloo backend was finalized");
     // Leaving on an error (no closing barrier, or a failed communicator): peers may be dead or stuck, so

@@ -5,10 +5,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "gloo/op_lane.hpp"
+#include "gloo/pair_socket.hpp"
+#include "gloo/peer_watch.hpp"
 #include "gloo/retained_options.hpp"
 #include "gloo/sigpipe_guard.hpp"
 #include "idist/computation_model.hpp"
@@ -42,6 +45,13 @@ class GlooGroup final : public ProcessGroup {
   mutable std::mutex failure_mutex;
   mutable std::string failure;
   mutable std::atomic<bool> broken{false};
+  /// Set (under failure_mutex) by the peer watch when it shut down the connections to lost hosts:
+  /// the failure message names them instead of guessing from Gloo's error.
+  mutable std::string unreachable;
+  /// The socket of the connection to each position's rank on another host (none for this rank).
+  std::vector<std::optional<PairSocket>> sockets;
+  /// What the peer watch sees of this group's communicator (its other hosts, the running operation).
+  mutable PeerWatch::Subject watched;
   /// monitored_barrier calls so far: names each one's store keys.
   mutable std::atomic<std::uint64_t> monitored_barriers{0};
 };
@@ -54,7 +64,9 @@ class GlooGroup final : public ProcessGroup {
 ///   one-node world); the ranks then exchange their hosts and addresses (the peer table) and refuse at
 ///   once a world where a rank advertises a loopback address to other hosts.
 /// - Failures name the lost peer by rank and host: from the address in Gloo's I/O error, or after a
-///   timeout by a one-second TCP probe of the other hosts.
+///   timeout by a one-second TCP probe of the other hosts. A peer host that stops answering on the
+///   network while an operation waits (a partition, a crashed host) ends the operation within about
+///   two seconds (PeerWatch, IDIST_GLOO_PEER_WATCH), instead of at the timeout.
 /// - Collectives: gloo::allreduce (ring; IDIST_GLOO_ALLREDUCE=bcube selects bcube), gloo::allgather,
 ///   gloo::allgatherv, gloo::broadcast and gloo::barrier, each bounded by InitOptions::timeout.
 /// - Groups: a group's first use connects its own gloo context, rendezvoused under the store prefix
@@ -116,6 +128,8 @@ class GlooModel final : public ComputationModel {
   template <class Run>
   static void run_guarded(const GlooGroup& group, OpType op, int rank, const rendezvous::PeerTable& peers,
                           const Run& run);
+  /// Lets the peer watch (when on) probe `group`'s other hosts while one of its operations waits.
+  void watch(GlooGroup& group);
   /// Releases everything in teardown order. `barrier_first`: finalize()'s closing barrier.
   void teardown(bool barrier_first) noexcept;
 
@@ -127,6 +141,8 @@ class GlooModel final : public ComputationModel {
   // Options of failed operations (retained_options.hpp); declared before device_, so destroyed after it.
   std::unique_ptr<RetainedOptions> retained_ = std::make_unique<RetainedOptions>();
   std::shared_ptr<gloo::transport::Device> device_;
+  // Watches the groups below (destroyed first in teardown: it calls into them).
+  std::unique_ptr<PeerWatch> watch_;
   std::vector<std::shared_ptr<GlooGroup>> groups_;  // every group made, the world first
   bool use_bcube_ = false;
   bool torn_down_ = false;

@@ -28,14 +28,20 @@ std::vector<std::string> bracketed_addresses(const std::string& message) {
 
 std::vector<bool> hosts_answering(const std::vector<std::string>& addresses, int port,
                                   std::chrono::milliseconds timeout) {
-  std::vector<bool> answered(addresses.size(), false);
+  std::vector<Endpoint> endpoints;
+  for (const auto& a : addresses) endpoints.push_back({a, port});
+  return hosts_answering(endpoints, timeout);
+}
+
+std::vector<bool> hosts_answering(const std::vector<Endpoint>& endpoints, std::chrono::milliseconds timeout) {
+  std::vector<bool> answered(endpoints.size(), false);
   std::vector<pollfd> fds;
   std::vector<std::size_t> index;
-  for (std::size_t i = 0; i < addresses.size(); ++i) {
+  for (std::size_t i = 0; i < endpoints.size(); ++i) {
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<std::uint16_t>(port));
-    if (::inet_pton(AF_INET, addresses[i].c_str(), &addr.sin_addr) != 1) continue;
+    addr.sin_port = htons(static_cast<std::uint16_t>(endpoints[i].port));
+    if (::inet_pton(AF_INET, endpoints[i].address.c_str(), &addr.sin_addr) != 1) continue;
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) continue;
     const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);

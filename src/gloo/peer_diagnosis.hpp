@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "gloo/pair_socket.hpp"
 #include "rendezvous/peer_table.hpp"
 
 namespace idist::gloo_backend {
@@ -26,5 +27,9 @@ std::vector<std::string> bracketed_addresses(const std::string& message);
 /// (accepted or refused) within `timeout` (all attempts run at once).
 std::vector<bool> hosts_answering(const std::vector<std::string>& addresses, int port,
                                   std::chrono::milliseconds timeout);
+
+/// For each endpoint, whether its host answered a TCP connection attempt to it (accepted or refused)
+/// within `timeout` (all attempts run at once).
+std::vector<bool> hosts_answering(const std::vector<Endpoint>& endpoints, std::chrono::milliseconds timeout);
 
 }  // namespace idist::gloo_backend
