@@ -384,8 +384,12 @@ TEST(AutoDataloader, WholeBatchFetchIsBitwiseThePerExampleStack) {
     tensors.set_epoch(epoch);
     std::vector<torch::data::Example<>> a, b;
     std::vector<torch::Tensor> c;
+    // Serial, the RandomSampler draws from the global generator when an iteration starts.
+    torch::manual_seed(77 + epoch);
     for (auto& batch : stacked) a.push_back(batch);
+    torch::manual_seed(77 + epoch);
     for (auto& batch : fetched) b.push_back(batch);
+    torch::manual_seed(77 + epoch);
     for (auto& batch : tensors) c.push_back(batch.data);
     ASSERT_EQ(a.size(), b.size());
     ASSERT_EQ(a.size(), c.size());
