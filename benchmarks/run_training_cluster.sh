@@ -8,9 +8,16 @@
 # empty: none). Results: <out>/cluster_<rate>/training_<backend>_<model>.{csv,md} and
 # <out>/cluster_summary.txt (each configuration / no_sync and / status quo; zero / auto_model_adam
 # with the same bucket cap).
+# Then the cross-host bound (BOUND=0: skipped; SWEEP=0 skips the sweep above): on BOUND_RATE, the
+# 32x512 MLP at BOUND_BATCHES samples per rank, auto_model with default options (the bucket cap
+# tuned during the warm-up) against max(no_sync, wire time of the gradients at the link rate), and
+# auto_model with the fp16 hook against max(no_sync, wire time / 2). Wire time: the gradient bytes
+# at the rate (a 2-rank all-reduce sends and receives each rank's gradients' size once). Results:
+# <out>/bound_<rate>/batch<B>/ and <out>/bound_summary.txt (ratios; the issue's limit is 1.15).
 # As root; tears the cluster down on exit.
 #
 #   RATES="1gbit 10gbit" MODELS=mlp32x512 BUILD_DIR=build benchmarks/run_training_cluster.sh [args...]
+#   SWEEP=0 BOUND_BATCHES=16 benchmarks/run_training_cluster.sh --rounds 1 --steps 2   # a quick look
 # Extra arguments go to the benchmark (e.g. --rounds 2 --steps 3).
 set -euo pipefail
 # shellcheck source=bench_env.sh
@@ -28,14 +35,18 @@ zero_configs=${ZERO_CONFIGS-auto_model_adam:5,zero:5}
 mpi_progress=${MPI_PROGRESS:-auto 0}
 trap '"$cluster" down >/dev/null 2>&1 || true' EXIT
 
-echo "# $(date -u '+%F %T UTC') on $(hostname): $(nproc --all) cores; 2 emulated hosts, 1 rank each" |
-  tee "$out/cluster_env.txt"
-for rate in $rates; do
-  "$cluster" down >/dev/null 2>&1 || true
-  "$cluster" up 2 --rate "$rate"
-  h1=$("$cluster" hostname 1)
-  h2=$("$cluster" hostname 2)
-  dir="$out/cluster_$rate"
+sweep=${SWEEP:-1}
+bound=${BOUND:-1}
+bound_rate=${BOUND_RATE:-1gbit}
+bound_batches=${BOUND_BATCHES:-16 512 2048}
+# Enough untimed steps for auto_model to finish tuning its bucket cap (at most 31 backwards); a
+# --warmup among the arguments replaces it.
+bound_warmup=${BOUND_WARMUP:-40}
+
+# run_backends DIR CONFIGS MODELS ARGS...: the benchmark on the cluster that is up, for each backend.
+run_backends() {
+  local dir=$1 configs=$2 models=$3 b p label port rank1
+  shift 3
   mkdir -p "$dir"
   for b in $backends; do
     args=(--backend "$b" --models "$models" --configs "$configs" --out-dir "$dir" "$@")
@@ -65,9 +76,60 @@ for rate in $rates; do
       *) continue ;;
     esac
   done
-  "$cluster" down
-done
+}
 
+echo "# $(date -u '+%F %T UTC') on $(hostname): $(nproc --all) cores; 2 emulated hosts, 1 rank each" |
+  tee "$out/cluster_env.txt"
+if [ "$sweep" = 1 ]; then
+  for rate in $rates; do
+    "$cluster" down >/dev/null 2>&1 || true
+    "$cluster" up 2 --rate "$rate"
+    h1=$("$cluster" hostname 1)
+    h2=$("$cluster" hostname 2)
+    run_backends "$out/cluster_$rate" "$configs" "$models" "$@"
+    "$cluster" down
+  done
+fi
+
+if [ "$bound" = 1 ]; then
+  "$cluster" down >/dev/null 2>&1 || true
+  "$cluster" up 2 --rate "$bound_rate"
+  h1=$("$cluster" hostname 1)
+  h2=$("$cluster" hostname 2)
+  bound_args=("$@")
+  case " $* " in
+    *" --warmup "* | *" --warmup="*) ;;  # the caller's warm-up (it must cover the tuning)
+    *) bound_args+=(--warmup "$bound_warmup") ;;
+  esac
+  for batch in $bound_batches; do
+    run_backends "$out/bound_$bound_rate/batch$batch" no_sync,auto_model,auto_model+fp16 mlp32x512 \
+      --batch "$batch" "${bound_args[@]}"
+  done
+  "$cluster" down
+  # Link rate in bit/s from the cluster's RATE notation (100mbit, 1gbit, ...).
+  rate_bits=$(awk -v r="$bound_rate" 'BEGIN { n = r + 0; u = r; sub(/^[0-9]+/, "", u)
+    m = (u == "kbit") ? 1e3 : (u == "mbit") ? 1e6 : (u == "gbit") ? 1e9 : 1; print n * m }')
+  {
+    echo "# the cross-host bound at $bound_rate: p50 step (ms) against max(no_sync, wire) (default options) and"
+    echo "# max(no_sync, wire / 2) (fp16 hook); wire = gradient bytes * 8 / rate; the limit is 1.15 (1.00 ideal)"
+    printf "%-13s %6s %9s %9s %9s %9s %9s %9s\n" backend batch no_sync wire_ms auto_ms x_bound fp16_ms x_bound16
+    for batch in $bound_batches; do
+      for f in "$out/bound_$bound_rate/batch$batch"/training_*_mlp32x512.csv; do
+        [ -e "$f" ] || continue
+        b=$(basename "$f" _mlp32x512.csv); b=${b#training_}
+        awk -F, -v b="$b" -v batch="$batch" -v bits="$rate_bits" '
+          NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+          { p[$(c["config"])] = $(c["p50_ms"]); g = $(c["grad_MiB"]) }
+          END { ns = p["no_sync"]; wire = g * 1048576 * 8 / bits * 1000
+                lim = ns > wire ? ns : wire; lim16 = ns > wire / 2 ? ns : wire / 2
+                printf "%-13s %6s %9.2f %9.2f %9.2f %9.3f %9.2f %9.3f\n", b, batch, ns, wire, p["auto_model"],
+                       (lim > 0 ? p["auto_model"] / lim : 0), p["auto_model+fp16"], (lim16 > 0 ? p["auto_model+fp16"] / lim16 : 0) }' "$f"
+      done
+    done
+  } | tee "$out/bound_summary.txt"
+fi
+
+[ "$sweep" = 1 ] || exit 0
 # Per rate, backend and model: each configuration's p50 against no_sync and against the status quo.
 {
   echo "# ratios of p50 step times (ms); exposed = config - no_sync; x_auto_adam = zero:N / auto_model_adam:N"

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -150,8 +151,10 @@ void run_model(const TrainingOptions& o, const std::string& model, const std::ve
   const std::int64_t batch = o.batch > 0 ? o.batch : default_batch(model);
   std::vector<std::unique_ptr<Trainer>> trainers;
   for (const Config& c : configs) trainers.push_back(std::make_unique<Trainer>(model, c, batch, o.seed, raw));
-  for (auto& t : trainers)
+  for (auto& t : trainers) {
     for (int i = 0; i < o.warmup; ++i) t->step();
+    t->read_buckets();  // the layout the timed steps use (a tuned cap is chosen during the warm-up)
+  }
   // From here on the peak resident memory is that of training steps, not of setup transients
   // (auto_model's one-off flat copy for the initial broadcast, the status quo's broadcasts).
   const bool step_peak = reset_peak_rss();
@@ -224,7 +227,7 @@ void run_model(const TrainingOptions& o, const std::string& model, const std::ve
   table.print_header();
   const int n = idist::get_world_size();
   // ZeRO's step time against auto_model + Adam with the same bucket cap.
-  const auto adam_p50 = [&](double bucket_mb) {
+  const auto adam_p50 = [&](std::optional<double> bucket_mb) {
     for (std::size_t k = 0; k < nc; ++k)
       if (trainers[k]->config().strategy == Strategy::AutoModelAdam && trainers[k]->config().bucket_mb == bucket_mb)
         return sums[k].p50;
@@ -238,7 +241,7 @@ void run_model(const TrainingOptions& o, const std::string& model, const std::ve
     const auto ratio = [&](double ref) { return ref > 0 ? fixed(ref / s.p50, 3) : std::string("-"); };
     table.add_row({model,
                    t.config().name(),
-                   am ? fmt::format("{:g}", t.config().bucket_mb) : "-",
+                   am ? (t.config().bucket_mb ? fmt::format("{:g}", *t.config().bucket_mb) : "auto") : "-",
                    std::to_string(t.buckets()),
                    std::to_string(n),
                    std::to_string(batch),

@@ -31,20 +31,23 @@ constexpr AutoModelName kAutoModelNames[] = {{Strategy::AutoModel, "auto_model"}
                                              {Strategy::AutoModelAdam, "auto_model_adam"},
                                              {Strategy::Zero, "zero"},
                                              {Strategy::ZeroStaged, "zero_staged"}};
+// ":<cap>", or nothing for auto_model's default (tuned) cap.
+std::string cap_text(const std::optional<double>& mb) { return mb ? fmt::format(":{:g}", *mb) : ""; }
+
 }  // namespace
 
 std::string Config::name() const {
   const std::string suffix = hook.empty() ? "" : "+" + hook;
   switch (strategy) {
     case Strategy::Local: return "local";
-    case Strategy::AutoModel: return fmt::format("auto_model:{:g}{}", bucket_mb, suffix);
-    case Strategy::AutoModelCopy: return fmt::format("auto_model_copy:{:g}{}", bucket_mb, suffix);
+    case Strategy::AutoModel: return fmt::format("auto_model{}{}", cap_text(bucket_mb), suffix);
+    case Strategy::AutoModelCopy: return fmt::format("auto_model_copy{}{}", cap_text(bucket_mb), suffix);
     case Strategy::StatusQuoIdist: return "status_quo_idist";
     case Strategy::StatusQuoRaw: return "status_quo_raw";
     case Strategy::NoSync: return "no_sync";
-    case Strategy::AutoModelAdam: return fmt::format("auto_model_adam:{:g}{}", bucket_mb, suffix);
-    case Strategy::Zero: return fmt::format("zero:{:g}{}", bucket_mb, suffix);
-    case Strategy::ZeroStaged: return fmt::format("zero_staged:{:g}{}", bucket_mb, suffix);
+    case Strategy::AutoModelAdam: return fmt::format("auto_model_adam{}{}", cap_text(bucket_mb), suffix);
+    case Strategy::Zero: return fmt::format("zero{}{}", cap_text(bucket_mb), suffix);
+    case Strategy::ZeroStaged: return fmt::format("zero_staged{}{}", cap_text(bucket_mb), suffix);
   }
   return "?";
 }
@@ -70,6 +73,7 @@ Config parse_config(const std::string& full) {
     c.strategy = Strategy::Local;
   } else if (am != std::end(kAutoModelNames)) {
     c.strategy = am->strategy;
+    c.bucket_mb.reset();
     if (family.size() < text.size()) {
       std::size_t used = 0;
       const std::string num = text.substr(family.size() + 1);
@@ -78,7 +82,7 @@ Config parse_config(const std::string& full) {
       } catch (const std::exception&) {
         used = 0;
       }
-      if (used != num.size() || used == 0 || !(c.bucket_mb > 0))
+      if (used != num.size() || used == 0 || !(*c.bucket_mb > 0))
         throw std::invalid_argument("config '" + text + "': expected " + family + ":<positive bucket cap in MiB>");
     }
   } else if (text == "status_quo_idist") {
@@ -120,9 +124,7 @@ Trainer::Trainer(const std::string& model, Config config, std::int64_t batch, st
       idist::register_comm_hook(
           w_.model, idist::comm_hooks::powersgd(
                         {.matrix_approximation_rank = std::stoi(config_.hook.substr(8)), .start_powersgd_iter = 2}));
-    const std::vector<std::size_t> buckets = idist::gradient_bucket_bytes(w_.model);
-    for (std::size_t b : buckets) bucket_bytes_ += b;
-    buckets_ = buckets.size();
+    read_buckets();
   } else if (config_.strategy != Strategy::Local && world_ > 1) {
     // The status quo starts from the same weights too (what users do by hand: broadcast once).
     for (auto& p : w_.model->parameters()) idist::broadcast(p.detach(), 0);
@@ -189,6 +191,14 @@ void Trainer::step() {
     sync_status_quo();
   opt_->step();
   last_loss_ = loss.item<double>();
+}
+
+void Trainer::read_buckets() {
+  if (!config_.auto_model()) return;
+  const std::vector<std::size_t> buckets = idist::gradient_bucket_bytes(w_.model);
+  bucket_bytes_ = 0;
+  for (std::size_t b : buckets) bucket_bytes_ += b;
+  buckets_ = buckets.size();
 }
 
 }  // namespace idist_bench

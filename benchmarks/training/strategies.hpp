@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,11 +28,13 @@ enum class Strategy {
 /// One configuration: a strategy and, for auto_model, its bucket cap.
 struct Config {
   Strategy strategy = Strategy::Local;
-  double bucket_mb = 25.0;  ///< AutoModelOptions::bucket_cap_mb (MiB, as DDP's bucket_cap_mb)
+  /// AutoModelOptions::bucket_cap_mb (MiB, as DDP's bucket_cap_mb); unset: auto_model's default (tuned).
+  std::optional<double> bucket_mb = 25.0;
   /// auto_model only: the communication hook ("" none, "allreduce", "fp16", "bf16", "powersgd<rank>").
   std::string hook;
   /// "local", "auto_model:25", "auto_model_copy:25", "status_quo_idist", "status_quo_raw", "no_sync",
-  /// "auto_model_adam:25", "zero:25", "zero_staged:25"; a hook adds "+<hook>" ("auto_model:25+fp16").
+  /// "auto_model_adam:25", "zero:25", "zero_staged:25"; "auto_model" without a cap: the default
+  /// options (the cap tuned); a hook adds "+<hook>" ("auto_model:25+fp16", "auto_model+fp16").
   std::string name() const;
   /// Whether the gradients are averaged exactly (no lossy compression hook).
   bool exact() const { return hook.empty() || hook == "allreduce"; }
@@ -45,7 +48,7 @@ struct Config {
   }
 };
 
-/// Parses Config::name() text (a name of the auto_model family alone means the default 25 MiB cap;
+/// Parses Config::name() text (a name of the auto_model family alone means auto_model's default cap;
 /// "+allreduce", "+fp16", "+bf16" or "+powersgd<rank>" registers that communication hook).
 /// @throws std::invalid_argument for anything else.
 Config parse_config(const std::string& text);
@@ -70,6 +73,8 @@ class Trainer {
   std::size_t bucket_bytes() const noexcept { return bucket_bytes_; }
   /// Number of gradient buckets (0 without auto_model).
   std::size_t buckets() const noexcept { return buckets_; }
+  /// Reads the bucket layout again (auto_model tunes an unset cap during the first steps).
+  void read_buckets();
   /// Bytes of this rank's optimizer state tensors (SGD without momentum: 0; Adam: its moments;
   /// ZeRO: those of the local optimizer's shard only).
   std::size_t optimizer_state_bytes() const;

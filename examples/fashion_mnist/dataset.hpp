@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -42,6 +43,13 @@ class FashionMnist : public torch::data::datasets::Dataset<FashionMnist> {
   /// Example `index`: data [1, 28, 28] float32, target an int64 scalar.
   torch::data::Example<> get(std::size_t index) override {
     return {images_[std::int64_t(index)], targets_[std::int64_t(index)]};
+  }
+
+  /// The examples at `indices` stacked (data [B, 1, 28, 28], targets [B]) in one call: what Stack<> makes
+  /// of get(i) for each index, which auto_dataloader uses instead of B calls of get().
+  torch::data::Example<> get_stacked(c10::ArrayRef<std::size_t> indices) const {
+    const torch::Tensor idx = torch::tensor(std::vector<std::int64_t>(indices.begin(), indices.end()));
+    return {images_.index_select(0, idx), targets_.index_select(0, idx)};
   }
 
   /// Number of examples.

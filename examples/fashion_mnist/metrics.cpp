@@ -20,11 +20,13 @@ Totals step_totals(const torch::Tensor& loss, const torch::Tensor& logits, const
   return {loss.item<double>() * n, double(logits.argmax(1).eq(target).sum().item<std::int64_t>()), n};
 }
 
-std::pair<Totals, bool> reduce_step(const Totals& local, bool print_now) {
-  const bool asks = print_now && idist::get_rank() == 0;
-  std::array<double, 4> v{local.loss_sum, local.correct, local.count, asks ? 1.0 : 0.0};
-  idist::all_reduce(std::span<double>(v));  // the flag is 1 on rank 0 at most, so the sum is the flag
-  return {Totals{v[0], v[1], v[2]}, v[3] > 0};
+std::pair<Totals, LinePlan> reduce_totals(const Totals& local, const LinePlan& plan) {
+  const bool root = idist::get_rank() == 0;
+  // The plan is non-zero on rank 0 only, so the sums are rank 0's plan (steps are exact in a double).
+  std::array<double, 5> v{local.loss_sum, local.correct, local.count, root && plan.print ? 1.0 : 0.0,
+                          root ? double(plan.next_step) : 0.0};
+  idist::all_reduce(std::span<double>(v));
+  return {Totals{v[0], v[1], v[2]}, LinePlan{v[3] > 0, std::int64_t(v[4])}};
 }
 
 std::string weights_digest(const torch::nn::Module& model) {

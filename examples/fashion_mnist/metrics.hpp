@@ -29,10 +29,17 @@ struct Totals {
 /// This rank's totals of one step: `loss` is the batch's mean cross-entropy, `logits` [B, 10].
 Totals step_totals(const torch::Tensor& loss, const torch::Tensor& logits, const torch::Tensor& target);
 
-/// One all_reduce (collective: every rank calls it once per step): the step's totals over all
-/// ranks, and whether rank 0 asked for a progress line now (`print_now` of the other ranks is
-/// ignored), so that every rank agrees on when the window's totals are reset.
-std::pair<Totals, bool> reduce_step(const Totals& local, bool print_now);
+/// What rank 0 decides when totals are reduced: whether to print a progress line now, and at which
+/// step (1-based within the epoch) the next reduction is due.
+struct LinePlan {
+  bool print = false;
+  std::int64_t next_step = 0;
+};
+
+/// One all_reduce (collective: every rank calls it at the same steps): the totals of the steps since
+/// the previous reduction over all ranks, and rank 0's `plan` (the other ranks' is ignored), so that
+/// every rank agrees on when lines are printed and totals reduced next.
+std::pair<Totals, LinePlan> reduce_totals(const Totals& local, const LinePlan& plan);
 
 /// FNV-1a (64 bits) of the parameters' and then the buffers' bytes in registration order, as 16 hex
 /// digits: equal digests mean bitwise-equal weights (e.g. a resumed run against an uninterrupted one).

@@ -12,8 +12,10 @@ namespace fashion_mnist {
 /// Prints progress lines to `out`:
 ///   epoch 1/1  step  312/938  loss 0.5123  acc 0.8170  1843 img/s  ETA 0:22
 /// Loss and accuracy are over the examples of all ranks since the previous line; img/s counts the
-/// images of all ranks. Every rank keeps the same totals (they come from one all_reduce per step);
-/// only an enabled Progress (rank 0) prints.
+/// images of all ranks. Each rank adds up its own steps' totals and reduces them over the ranks only
+/// when a line is due (one all_reduce per line, not per step): rank 0 estimates from its clock at
+/// which step the next line is due, and that step travels with the reduction, so every rank reduces
+/// at the same steps and keeps the same totals. Only an enabled Progress (rank 0) prints.
 class Progress {
  public:
   using Clock = std::chrono::steady_clock;
@@ -29,11 +31,13 @@ class Progress {
   /// Starts the clock in the middle of epoch `epoch`, resumed from a checkpoint after `done_steps`
   /// steps whose totals over all ranks were `totals` (they count in epoch_totals(), not in the rate).
   void resume_epoch(int epoch, std::int64_t done_steps, const Totals& totals);
-  /// Whether a line is due by the clock (rank 0's answer is the one every rank follows; see reduce_step).
-  bool due() const { return Clock::now() - last_print_ >= interval_; }
-  /// Records step `step` (1-based within the epoch) with the step's totals over all ranks; prints
-  /// when `print` (rank 0's due(), agreed by every rank) or at the end of the epoch.
-  void step(std::int64_t step, const Totals& global, bool print);
+  /// Records step `step` (1-based within the epoch) with this rank's totals of the step. Collective
+  /// when a line is due (rank 0's plan) or the epoch ends: then reduces the totals (see sync).
+  void step(std::int64_t step, const Totals& local);
+  /// Collective: reduces the totals of the steps recorded since the previous reduction over all ranks
+  /// (so that epoch_totals() is complete, e.g. before a checkpoint) and prints a line when rank 0
+  /// decides that one is due. Nothing to do (no collective) when no step was recorded since.
+  void sync(std::int64_t step);
   /// Stops the clock at the end of an epoch (evaluation time is then not counted).
   void end_epoch();
   /// Training seconds so far (the sum over epochs).
@@ -45,6 +49,7 @@ class Progress {
 
  private:
   void print(std::int64_t step);
+  LinePlan plan(std::int64_t step) const;
 
   int epochs_;
   int first_epoch_;
@@ -59,8 +64,12 @@ class Progress {
   Clock::duration trained_{};       // finished epochs
   Clock::time_point epoch_start_{};
   Clock::time_point last_print_{};
-  Totals window_;        // since the previous line
-  Totals epoch_totals_;  // since the start of the epoch
+  std::int64_t last_print_step_ = 0;  // within the epoch
+  std::int64_t last_sync_step_ = 0;   // within the epoch
+  std::int64_t next_sync_step_ = 1;   // within the epoch, agreed by every rank
+  Totals pending_;                    // this rank's, since the previous reduction
+  Totals window_;                     // all ranks', since the previous line
+  Totals epoch_totals_;               // all ranks', since the start of the epoch
 };
 
 }  // namespace fashion_mnist

@@ -204,15 +204,17 @@ void train(const Options& o) {
       loss.backward();  // auto_model has averaged the gradients over the ranks when this returns
       set_lr(*optimizer, learning_rate(o, double((epoch - 1) * steps + step) / double(o.epochs * steps)));
       optimizer->step();
-      const auto [global, print] = reduce_step(step_totals(loss.detach(), logits.detach(), target), progress.due());
-      progress.step(++step, global, print);
+      progress.step(++step, step_totals(loss.detach(), logits.detach(), target));
       timing.step_done();
       const std::int64_t iteration = (epoch - 1) * steps + step;
       // Mid-epoch checkpoints; the epoch's last step is saved after its evaluation below.
-      if (checkpoint && o.checkpoint_every_steps > 0 && iteration % o.checkpoint_every_steps == 0 && step < steps)
+      if (checkpoint && o.checkpoint_every_steps > 0 && iteration % o.checkpoint_every_steps == 0 && step < steps) {
+        progress.sync(step);  // the epoch's totals so far, over all ranks
         save({.epoch = epoch, .epoch_step = step, .epoch_steps = steps, .epoch_totals = progress.epoch_totals()},
              iteration);
+      }
       if (o.stop_after_steps > 0 && iteration >= o.stop_after_steps) {
+        progress.sync(step);
         stopped_at = iteration;
         break;
       }

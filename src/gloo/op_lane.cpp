@@ -1,13 +1,14 @@
 // OpLane: per-group ordered execution of blocking gloo operations (see op_lane.hpp).
 //
 // Cost model. A blocking collective is submit() + wait() back to back; the waiting thread runs the
-// operation itself, so the fast path is a few lock / unlock pairs and no system call. Waking the
-// worker costs a futex system call on the caller's path and a thread switch, so the worker is woken
-// only when it is parked; after any activity it stays "lingering" for a while, waking on a timer
-// instead. And a woken worker leaves a fresh operation alone for kGrace, because the caller is
+// operation itself, so the fast path is a few lock / unlock pairs and no system call. The worker
+// parks on its condition variable whenever nothing is queued, so an idle or compute-bound process
+// has no timer wake-ups preempting its compute threads; a submit() that finds it parked wakes it
+// (one futex call). A woken worker leaves a fresh operation alone for kGrace, because the caller is
 // usually about to wait for it (and would otherwise block on the worker's result: two thread
-// switches per operation). An operation nobody waits for is therefore started by the worker at most
-// about kTick + kGrace after it was issued: non-blocking collectives progress in the background.
+// switches per operation); if the caller ran it meanwhile, the worker finds the queue empty and
+// parks again. An operation nobody waits for is therefore started by the worker about kGrace after
+// it was issued: non-blocking collectives progress in the background.
 #include "gloo/op_lane.hpp"
 
 #include <pthread.h>
@@ -24,12 +25,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 // How long a fresh operation is left for its caller to run inline.
 constexpr auto kGrace = std::chrono::microseconds(200);
-// The worker's timer period while lingering: the longest a newly issued operation waits before the
-// worker looks at it. Each tick is a timed futex wake-up (a few microseconds of CPU).
-constexpr auto kTick = std::chrono::microseconds(500);
-// How long the worker keeps waking on a timer after the last operation was submitted, before it
-// parks (and must be woken by a notify again).
-constexpr auto kLinger = std::chrono::milliseconds(20);
 }  // namespace
 
 class OpLane::LaneWork final : public detail::AsyncWorkImpl {
@@ -51,7 +46,7 @@ struct OpLane::State {
     std::shared_ptr<LaneWork> work;
     Clock::time_point submitted;
   };
-  enum class Worker { Busy, Lingering, Parked };
+  enum class Worker { Busy, Waiting, Parked };  // Waiting: for the head's grace period to end
 
   std::string name;
   std::mutex mutex;
@@ -60,10 +55,9 @@ struct OpLane::State {
   bool running = false;  // an operation is executing (on the worker or inline)
   bool stopping = false;
   Worker worker = Worker::Busy;
-  Clock::time_point last_submit{};
 
   // Wakes the worker when it is parked (one notify is enough: it is Busy until it parks again).
-  // Called with `mutex` held; a lingering worker finds new work on its next tick without a notify.
+  // Called with `mutex` held; a waiting worker looks at the queue when the head's grace ends.
   void wake_if_parked() {
     if (worker != Worker::Parked) return;
     worker = Worker::Busy;
@@ -107,15 +101,12 @@ struct OpLane::State {
           run_head(lock);
           continue;
         }
-        worker = Worker::Lingering;
+        worker = Worker::Waiting;
         cv.wait_until(lock, ripe);
         continue;
       }
-      if (now - last_submit < kLinger) {
-        worker = Worker::Lingering;
-        cv.wait_until(lock, now + kTick);
-        continue;
-      }
+      // Nothing to start: an empty queue, or an operation running inline (whose end wakes us when
+      // more is queued).
       worker = Worker::Parked;
       cv.wait(lock);
     }
@@ -153,7 +144,6 @@ std::shared_ptr<detail::WorkImpl> OpLane::submit(Op op, Clock::time_point inline
     return work;
   }
   state_->queue.push_back(State::Item{std::move(op), work, now});
-  state_->last_submit = now;
   state_->wake_if_parked();
   return work;
 }

@@ -20,10 +20,11 @@ namespace idist::gloo_backend {
 ///
 /// Blocking calls stay cheap: a thread that waits for an operation (with the default timeout) runs
 /// the lane's queue up to and including that operation itself, in order, instead of handing it to
-/// the worker (no thread switch, no system call). The worker leaves a fresh operation alone for a
-/// short grace period and starts it only when nobody claimed it, so a non-blocking collective starts
-/// in the background within the worker's tick plus that grace period. A blocking collective on an idle lane
-/// skips the queue altogether (run_if_idle()). See op_lane.cpp for the cost model.
+/// the worker (no thread switch, no system call). The worker parks while nothing is queued; woken by
+/// a submit, it leaves the fresh operation alone for a short grace period and starts it only when
+/// nobody claimed it, so a non-blocking collective starts in the background after that grace period.
+/// A blocking collective on an idle lane skips the queue altogether (run_if_idle()). See op_lane.cpp
+/// for the cost model.
 class OpLane {
  public:
   /// An operation: runs the gloo algorithm, throwing an idist::Error on failure.

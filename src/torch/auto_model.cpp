@@ -88,8 +88,8 @@ void broadcast_module_states(const torch::nn::Module& module) {
 }  // namespace
 
 void adapt_model(const std::shared_ptr<torch::nn::Module>& module, const AutoModelOptions& opts) {
-  if (!(opts.bucket_cap_mb > 0))
-    throw ValueError(fmt::format("auto_model: bucket_cap_mb should be positive, but given {}", opts.bucket_cap_mb));
+  if (opts.bucket_cap_mb && !(*opts.bucket_cap_mb > 0))
+    throw ValueError(fmt::format("auto_model: bucket_cap_mb should be positive, but given {}", *opts.bucket_cap_mb));
   const c10::Device dev = to_torch_device(device());
   bool on_device = true;
   for (const auto& p : module->parameters(true)) on_device = on_device && p.device() == dev;

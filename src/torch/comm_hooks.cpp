@@ -8,6 +8,7 @@
 
 #include "idist/context.hpp"
 #include "idist/torch/collectives.hpp"
+#include "torch/layout_free_hook.hpp"
 #include "torch/powersgd.hpp"
 
 namespace idist::comm_hooks {
@@ -60,17 +61,19 @@ Work compressed_allreduce(GradBucket& bucket, at::ScalarType wire, WireBuffers& 
 }  // namespace
 
 CommHook allreduce() {
-  return [](GradBucket& bucket) { return allreduce_bucket(bucket.buffer()); };
+  return detail::LayoutFreeHook{[](GradBucket& bucket) { return allreduce_bucket(bucket.buffer()); }};
 }
 
 CommHook fp16_compress() {
   auto buffers = std::make_shared<WireBuffers>();
-  return [buffers](GradBucket& bucket) { return compressed_allreduce(bucket, at::kHalf, *buffers); };
+  return detail::LayoutFreeHook{
+      [buffers](GradBucket& bucket) { return compressed_allreduce(bucket, at::kHalf, *buffers); }};
 }
 
 CommHook bf16_compress() {
   auto buffers = std::make_shared<WireBuffers>();
-  return [buffers](GradBucket& bucket) { return compressed_allreduce(bucket, at::kBFloat16, *buffers); };
+  return detail::LayoutFreeHook{
+      [buffers](GradBucket& bucket) { return compressed_allreduce(bucket, at::kBFloat16, *buffers); }};
 }
 
 CommHook powersgd(const PowerSGDOptions& options) {

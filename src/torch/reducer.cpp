@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "idist/error.hpp"
+#include "torch/layout_free_hook.hpp"
 #include "torch/reducer_impl.hpp"
 
 namespace idist::detail {
@@ -67,8 +68,19 @@ void Reducer::register_comm_hook(CommHook hook) {
         "registered only once (as in DistributedDataParallel)");
   if (impl_->in_backward_)
     throw ValueError("register_comm_hook: called during a backward; register it before training");
+  if (!is_layout_free(hook)) impl_->stop_autotune();  // its state may be per bucket
   impl_->comm_hook_ = std::move(hook);
   impl_->user_hook_ = true;
+}
+
+double Reducer::bucket_cap_mb() const {
+  std::lock_guard lock(impl_->mutex_);
+  return impl_->cap_mb_;
+}
+
+bool Reducer::tuning_bucket_cap() const {
+  std::lock_guard lock(impl_->mutex_);
+  return impl_->tune_.active;
 }
 
 bool Reducer::has_comm_hook() const {

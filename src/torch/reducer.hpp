@@ -7,7 +7,8 @@
 /// - Parameters that require a gradient are grouped into buckets in reverse registration order
 ///   (gradients become ready roughly in that order during backward). A bucket holds parameters of
 ///   one dtype and device; it is closed once it reaches its cap: 1 MiB for the first bucket (or
-///   bucket_cap_mb when smaller), bucket_cap_mb for the others.
+///   bucket_cap_mb when smaller), bucket_cap_mb for the others. Unset, bucket_cap_mb is tuned: the
+///   first synchronised backwards time a few caps and keep the fastest (reducer_autotune.cpp).
 /// - Each bucket owns one flat, contiguous gradient buffer. With gradient_as_bucket_view (the
 ///   default) every parameter's .grad() becomes an alias of its slot after the first synchronised
 ///   backward, so autograd accumulates straight into the bucket and the gradients cost no extra
@@ -120,6 +121,11 @@ class Reducer {
   void register_comm_hook(CommHook hook);
   /// Whether a communication hook replaces the default all-reduce.
   bool has_comm_hook() const;
+  /// The cap the buckets are built with now, MiB: Options::bucket_cap_mb when set; else the cap on
+  /// trial while tuning_bucket_cap(), then the tuned one (the same on every rank).
+  double bucket_cap_mb() const;
+  /// Whether the first synchronised backwards are still trying bucket caps (Options::bucket_cap_mb unset).
+  bool tuning_bucket_cap() const;
   /// For each bucket of the last synchronised backward, how many parameters' gradients were ready
   /// when its reduction was launched (param_names().size() for those launched by the final
   /// callback): how early each bucket left, the measure of overlap bucket rebuilding improves.

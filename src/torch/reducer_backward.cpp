@@ -68,6 +68,7 @@ void ReducerImpl::prepare_backward() {
   ready_count_ = 0;
   launch_positions_.assign(buckets_.size(), params_.size());
   in_backward_ = true;
+  backward_start_ = std::chrono::steady_clock::now();
   // static_graph: the parameters found unused in the first backward are ready at once (a zero
   // contribution), so their buckets launch as soon as the used gradients are in.
   at::NoGradGuard no_grad;
@@ -252,6 +253,7 @@ void ReducerImpl::finalize_backward() {
   in_backward_ = false;
   early_launches_ = launched_by_hooks;
   ++sync_count_;
+  autotune_step(/*timed=*/true);
 }
 
 void ReducerImpl::broadcast_buffers() { broadcast_coalesced(buffers_, buffer_src_); }

@@ -19,8 +19,9 @@ namespace idist::detail {
 
 ReducerImpl::ReducerImpl(const std::shared_ptr<torch::nn::Module>& module, Options opts) : opts_(opts) {
   if (!module) throw ValueError("Reducer: module is null");
-  if (!(opts_.bucket_cap_mb > 0))
-    throw ValueError(fmt::format("auto_model: bucket_cap_mb should be positive, but given {}", opts_.bucket_cap_mb));
+  if (opts_.bucket_cap_mb && !(*opts_.bucket_cap_mb > 0))
+    throw ValueError(fmt::format("auto_model: bucket_cap_mb should be positive, but given {}", *opts_.bucket_cap_mb));
+  cap_mb_ = opts_.bucket_cap_mb.value_or(kDefaultBucketCapMb);
   world_size_ = get_world_size();
   // The default hook. Without asynchronous progress nothing would advance in the background, so each
   // bucket runs at once through the backend's blocking path (MPI_Allreduce by default, whose
@@ -46,13 +47,15 @@ ReducerImpl::ReducerImpl(const std::shared_ptr<torch::nn::Module>& module, Optio
 
   std::vector<std::size_t> reverse(params_.size());
   for (std::size_t k = 0; k < reverse.size(); ++k) reverse[k] = reverse.size() - 1 - k;
+  order_ = reverse;
   build_buckets(reverse);
+  start_autotune();
   ready_.assign(params_.size(), false);
   used_.assign(params_.size(), 0);
   static_unused_.assign(params_.size(), false);
 }
 
-void ReducerImpl::build_buckets(const std::vector<std::size_t>& order) {
+std::vector<std::vector<std::size_t>> ReducerImpl::layout(const std::vector<std::size_t>& order, double cap_mb) const {
   std::vector<std::size_t> bytes;
   std::vector<std::string> keys;
   for (const auto& p : params_) {
@@ -60,14 +63,18 @@ void ReducerImpl::build_buckets(const std::vector<std::size_t>& order) {
     keys.push_back(std::string(c10::toString(p.scalar_type())) + "@" + p.device().str());
   }
   const double mib = 1024.0 * 1024.0;
-  const auto cap = std::size_t(std::max(1.0, opts_.bucket_cap_mb * mib));
+  const auto cap = std::size_t(std::max(1.0, cap_mb * mib));
   const auto first = std::min(cap, std::size_t(std::max(1.0, opts_.first_bucket_cap_mb * mib)));
+  return assign_buckets_in_order(order, bytes, keys, first, cap);
+}
+
+void ReducerImpl::build_buckets(const std::vector<std::size_t>& order) {
   std::vector<bool> aliased(params_.size(), false);
   for (std::size_t i = 0; i < views_.size(); ++i) aliased[i] = is_slot_alias(i);
   std::vector<at::Tensor> old_views = std::move(views_);
   std::vector<Bucket> buckets;
   std::vector<Slot> slots(params_.size());
-  for (auto& indices : assign_buckets_in_order(order, bytes, keys, first, cap)) {
+  for (auto& indices : layout(order, cap_mb_)) {
     Bucket b;
     std::int64_t offset = 0;
     for (std::size_t i : indices) {
@@ -118,7 +125,8 @@ void ReducerImpl::rebuild_in_ready_order() {
   at::Tensor t = at::tensor(at::ArrayRef<std::int64_t>(order), at::kLong);
   idist::broadcast(t, 0);
   const std::int64_t* o = t.data_ptr<std::int64_t>();
-  build_buckets(std::vector<std::size_t>(o, o + t.numel()));
+  order_.assign(o, o + t.numel());
+  build_buckets(order_);
   rebuilt_ = true;
   ready_order_.clear();
 }

@@ -5,6 +5,7 @@
 // to the src/torch/reducer*.cpp files, which split the work: layout (reducer_buckets.cpp), the
 // backward (reducer_backward.cpp), join (reducer_join.cpp) and the public class (reducer.cpp).
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -22,6 +23,9 @@
 #include "torch/reducer.hpp"
 
 namespace idist::detail {
+
+/// The bucket cap when AutoModelOptions::bucket_cap_mb is unset and not tuned (DDP's default), MiB.
+inline constexpr double kDefaultBucketCapMb = 25.0;
 
 class ReducerImpl : public std::enable_shared_from_this<ReducerImpl> {
  public:
@@ -52,8 +56,10 @@ class ReducerImpl : public std::enable_shared_from_this<ReducerImpl> {
 
   // --- Layout (reducer_buckets.cpp) ---
 
-  /// (Re)builds buckets, slots and views visiting the parameters in `order`. Gradients that alias
-  /// their old slot move to the new one with their values.
+  /// The buckets (parameter indices) of the parameters visited in `order` under a cap of `cap_mb`.
+  std::vector<std::vector<std::size_t>> layout(const std::vector<std::size_t>& order, double cap_mb) const;
+  /// (Re)builds buckets, slots and views visiting the parameters in `order` under cap_mb_. Gradients
+  /// that alias their old slot move to the new one with their values.
   void build_buckets(const std::vector<std::size_t>& order);
   /// The GradBucket of bucket `index` over `flat` (its buffer, or the zeros of a shadow backward).
   std::unique_ptr<GradBucket> grad_bucket(std::size_t index, const at::Tensor& flat) const;
@@ -93,6 +99,17 @@ class ReducerImpl : public std::enable_shared_from_this<ReducerImpl> {
   /// highest active rank's).
   void broadcast_buffers();
 
+  // --- Bucket cap tuning (reducer_autotune.cpp) ---
+
+  /// Plans the trials (the candidate caps that give distinct buckets) when bucket_cap_mb is unset.
+  void start_autotune();
+  /// After every synchronised backward (shadow ones included: the count agrees on every rank):
+  /// records the time since backward_start_ when `timed`, moves to the next trial (rebuilding the
+  /// buckets) and, after the last, agrees on the fastest cap (collective: one all_reduce).
+  void autotune_step(bool timed);
+  /// Ends tuning at the default cap (a hook whose state follows the bucket layout was registered).
+  void stop_autotune();
+
   // --- Join (reducer_join.cpp) ---
 
   /// Runs the join tick and adopts its divisor and buffer source (lock held).
@@ -115,6 +132,8 @@ class ReducerImpl : public std::enable_shared_from_this<ReducerImpl> {
   std::vector<at::Tensor> params_;
   std::vector<std::string> names_;
   std::vector<at::Tensor> buffers_;
+  double cap_mb_ = kDefaultBucketCapMb;  // the cap the buckets are built with
+  std::vector<std::size_t> order_;       // the order the buckets were built in
   std::vector<Slot> slots_;
   std::vector<Bucket> buckets_;
   std::vector<at::Tensor> views_;  // parameter i's slot in its bucket, shaped like the parameter
@@ -135,8 +154,16 @@ class ReducerImpl : public std::enable_shared_from_this<ReducerImpl> {
   std::size_t sync_count_ = 0;
   std::size_t early_launches_ = 0;
   std::size_t peak_in_flight_ = 0;
-  std::function<JoinTick()> join_tick_;  // set by idist::join while it runs
-  int buffer_src_ = 0;                   // world rank whose buffers broadcast_buffers() copies
+  std::function<JoinTick()> join_tick_;                   // set by idist::join while it runs
+  int buffer_src_ = 0;                                    // world rank whose buffers broadcast_buffers() copies
+  std::chrono::steady_clock::time_point backward_start_;  // the first gradient of this backward
+  struct Autotune {
+    std::vector<double> caps;                  // the candidates, MiB
+    std::vector<std::vector<double>> seconds;  // per candidate: timed backwards
+    std::size_t trial = 0;                     // index into caps
+    std::size_t iteration = 0;                 // synchronised backwards in this trial
+    bool active = false;
+  } tune_;
 };
 
 }  // namespace idist::detail

@@ -69,6 +69,7 @@ void ReducerImpl::shadow_backward(int buffer_src) {
   // Like the active ranks' first backward: adopt rank 0's ready order (this rank reports none).
   if (opts_.rebuild_buckets && !rebuilt_) rebuild_in_ready_order();
   ++sync_count_;  // the active ranks count this backward too (static_graph's first-iteration test)
+  autotune_step(/*timed=*/false);
 }
 
 }  // namespace idist::detail

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -310,6 +312,95 @@ TEST(AutoDataloader, WorkerThreadsKeepTheShardInOrder) {
   ASSERT_EQ(mine.size(), per_rank);
   for (std::size_t j = 0; j < mine.size(); ++j)
     EXPECT_EQ(mine[j], std::int64_t((j * std::size_t(ws()) + std::size_t(rank())) % 30));
+}
+
+}  // namespace
+
+namespace {
+
+// Examples [1, 3, 2] float and int64 scalar targets, with get() counting its calls; get_stacked()
+// (StackedBatchDataset) only in PerBatch, so that the two loaders differ only in the fetch path.
+// (map() makes a MapDataset of the class that names itself in Dataset<Self>, hence the template.)
+template <class Self>
+class Examples : public torch::data::datasets::Dataset<Self> {
+ public:
+  explicit Examples(std::int64_t n, std::shared_ptr<int> gets)
+      : data_(torch::randn({n, 1, 3, 2})), targets_(torch::randint(10, {n}, torch::kLong)), gets_(std::move(gets)) {}
+  torch::data::Example<> get(std::size_t i) override {
+    ++*gets_;
+    return {data_[std::int64_t(i)], targets_[std::int64_t(i)]};
+  }
+  torch::optional<std::size_t> size() const override { return std::size_t(data_.size(0)); }
+
+ protected:
+  torch::Tensor data_, targets_;
+  std::shared_ptr<int> gets_;
+};
+
+class PerExample : public Examples<PerExample> {
+ public:
+  using Examples::Examples;
+};
+
+class PerBatch : public Examples<PerBatch> {
+ public:
+  using Examples::Examples;
+  torch::data::Example<> get_stacked(c10::ArrayRef<std::size_t> indices) const {
+    const auto idx = torch::tensor(std::vector<std::int64_t>(indices.begin(), indices.end()));
+    return {data_.index_select(0, idx), targets_.index_select(0, idx)};
+  }
+};
+static_assert(idist::StackedBatchDataset<PerBatch> && !idist::StackedBatchDataset<PerExample>);
+
+void expect_bitwise_equal(const torch::Tensor& a, const torch::Tensor& b) {
+  ASSERT_EQ(a.sizes(), b.sizes());
+  ASSERT_EQ(a.dtype(), b.dtype());
+  ASSERT_EQ(a.nbytes(), b.nbytes());
+  EXPECT_EQ(std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), a.nbytes()), 0);
+}
+
+TEST(AutoDataloader, WholeBatchFetchIsBitwiseThePerExampleStack) {
+  const std::int64_t n = 37;  // a short last batch
+  torch::manual_seed(5);
+  auto gets_stack = std::make_shared<int>(0);
+  auto gets_fetch = std::make_shared<int>(0);
+  PerExample per_example(n, gets_stack);
+  torch::manual_seed(5);
+  PerBatch per_batch(n, gets_fetch);
+  const idist::DataLoaderOptions opts{.batch_size = std::size_t(4 * ws()), .shuffle = true};
+  auto stacked = idist::auto_dataloader(per_example.map(torch::data::transforms::Stack<>()), opts);
+  auto fetched = idist::auto_dataloader(per_batch.map(torch::data::transforms::Stack<>()), opts);
+  // The TensorDataset of the same data, fetched by index_select, against its per-example Stack.
+  torch::manual_seed(5);
+  const torch::Tensor all = torch::randn({n, 1, 3, 2});
+  using TensorStack = torch::data::transforms::Stack<torch::data::TensorExample>;
+  auto tensors = idist::auto_dataloader(torch::data::datasets::TensorDataset(all).map(TensorStack()), opts);
+  static_assert(idist::detail::fetches_whole_batches<decltype(per_batch.map(torch::data::transforms::Stack<>()))>());
+  static_assert(
+      idist::detail::fetches_whole_batches<decltype(torch::data::datasets::TensorDataset(all).map(TensorStack()))>());
+  for (std::uint64_t epoch = 0; epoch < 2; ++epoch) {
+    stacked.set_epoch(epoch);
+    fetched.set_epoch(epoch);
+    tensors.set_epoch(epoch);
+    std::vector<torch::data::Example<>> a, b;
+    std::vector<torch::Tensor> c;
+    // Serial, the RandomSampler draws from the global generator when an iteration starts.
+    torch::manual_seed(77 + epoch);
+    for (auto& batch : stacked) a.push_back(batch);
+    torch::manual_seed(77 + epoch);
+    for (auto& batch : fetched) b.push_back(batch);
+    torch::manual_seed(77 + epoch);
+    for (auto& batch : tensors) c.push_back(batch.data);
+    ASSERT_EQ(a.size(), b.size());
+    ASSERT_EQ(a.size(), c.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      expect_bitwise_equal(a[i].data, b[i].data);
+      expect_bitwise_equal(a[i].target, b[i].target);
+      expect_bitwise_equal(a[i].data, c[i]);  // the same seed drew the same data
+    }
+  }
+  EXPECT_GT(*gets_stack, 0);
+  EXPECT_EQ(*gets_fetch, 0);  // every batch came from get_stacked
 }
 
 }  // namespace

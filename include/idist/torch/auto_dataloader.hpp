@@ -21,6 +21,7 @@
 #include "idist/detail/format.hpp"
 #include "idist/error.hpp"
 #include "idist/logging.hpp"
+#include "idist/torch/batch_fetch.hpp"
 #include "idist/torch/loader_options.hpp"
 #include "idist/torch/samplers.hpp"
 #include "idist/torch/stream_dataloader.hpp"
@@ -143,8 +144,8 @@ struct LoaderPosition {
 template <class Dataset>
 class DataLoader {
  public:
-  /// LibTorch's loader type inside.
-  using Inner = torch::data::StatelessDataLoader<Dataset, detail::SharedSampler>;
+  /// LibTorch's loader type inside (over the dataset, fetching whole batches where it can: batch_fetch.hpp).
+  using Inner = torch::data::StatelessDataLoader<detail::BatchFetch<Dataset>, detail::SharedSampler>;
   /// One batch (Dataset::BatchType).
   using BatchType = typename Dataset::BatchType;
   /// The iterator of begin() / end().
@@ -161,7 +162,8 @@ class DataLoader {
     progress_->epoch_size = sampler_->size();
     torch::data::DataLoaderOptions o(options_.batch_size);
     o.workers(options_.num_workers).drop_last(options_.drop_last);
-    inner_ = std::make_unique<Inner>(std::move(dataset), detail::SharedSampler(sampler_, progress_), std::move(o));
+    inner_ = std::make_unique<Inner>(detail::BatchFetch<Dataset>(std::move(dataset)),
+                                     detail::SharedSampler(sampler_, progress_), std::move(o));
   }
 
   /// Starts an epoch (resets the sampler; applies a position to resume at) and returns the first batch's iterator.
@@ -230,7 +232,9 @@ class DataLoader {
 /// pin_memory defaults to true on CUDA devices. Logs the final options on rank 0, as ignite does
 /// (see detail::describe_loader). `dataset` is a LibTorch map-style batch dataset with a size,
 /// typically `MyDataset().map(torch::data::transforms::Stack<>())`; stream datasets take the
-/// overload in stream_dataloader.hpp.
+/// overload in stream_dataloader.hpp. Such a stacked map over a StackedBatchDataset (a dataset with
+/// `get_stacked(indices)`) or over LibTorch's TensorDataset is fetched one batch per call, without
+/// per-example get() and Stack (the same batches, bitwise).
 /// @throws ValueError for batch_size 0 or a dataset without a size.
 template <class Dataset>
 requires(!detail::StreamDataset<Dataset>) DataLoader<Dataset> auto_dataloader(Dataset dataset,

@@ -2,6 +2,8 @@
 /// @file
 /// AutoModelOptions: the options of auto_model and of the gradient reducer behind it.
 
+#include <optional>
+
 namespace idist {
 
 /// Options of auto_model (the keyword arguments ignite forwards to DistributedDataParallel), which
@@ -15,9 +17,16 @@ struct AutoModelOptions {
   /// or the model itself) is rejected with a ValueError naming those modules, on every rank. A
   /// no-op when serial (as in ignite). With sync_bn = false, BatchNorm stays per-rank.
   bool sync_bn = false;
-  /// Cap of a gradient bucket in MiB (DDP's bucket_cap_mb); the first bucket is capped at 1 MiB or
-  /// this, whichever is smaller. Must be positive.
-  double bucket_cap_mb = 25.0;
+  /// Cap of a gradient bucket in MiB (DDP's bucket_cap_mb, whose default is 25); the first bucket is
+  /// capped at 1 MiB or this, whichever is smaller. Must be positive. Unset (the default), auto_model
+  /// tunes it: during the first synchronised iterations it times backward with its communication
+  /// (from the first gradient to the end of the final callback) under the caps 25, 10, 5, 2 and 1 MiB
+  /// that give distinct buckets (1 untimed + 5 timed iterations each, the buckets rebuilt between
+  /// trials), keeps the cap with the smallest median (the slowest rank's), the same on every rank, and
+  /// logs it once at Info. Bucketing does not change the averaged values. Not tuned, 25 MiB: with
+  /// IDIST_BUCKET_AUTOTUNE=0 in the environment, or once a communication hook other than the built-in
+  /// allreduce / fp16_compress / bf16_compress is registered (PowerSGD's state follows the buckets).
+  std::optional<double> bucket_cap_mb = std::nullopt;
   /// Accept parameters that get no gradient in a backward (DDP's find_unused_parameters): they
   /// contribute zero, and a parameter no rank used keeps its gradient untouched. When false, such
   /// a backward fails with a ValueError naming the parameters.
