@@ -93,12 +93,19 @@ class GlooModel final : public ComputationModel {
   // The operations, their arguments checked by ComputationModel's front door. Completion::Blocking
   // runs the gloo algorithm on the calling thread when the group's lane is idle
   // (OpLane::run_if_idle), else queues it behind the lane's operations and waits.
-  /// AllReduce: gloo::allreduce (ring, or bcube with IDIST_GLOO_ALLREDUCE=bcube).
+  /// AllReduce: gloo::allreduce (ring, or bcube with IDIST_GLOO_ALLREDUCE=bcube); Reduce:
+  /// gloo::reduce; ReduceScatter: gloo::ReduceScatterHalvingDoubling.
   Work do_reduce(const Reduction& r, Completion how) override;
-  /// AllGather: gloo::allgather; AllGatherV: gloo::allgatherv.
+  /// AllGather: gloo::allgather; AllGatherV: gloo::allgatherv; Gather: gloo::gather.
   Work do_gather(const Gathering& g, Completion how) override;
-  /// Broadcast: gloo::broadcast.
+  /// Broadcast: gloo::broadcast; Scatter: gloo::scatter; AllToAll: gloo::alltoall; AllToAllV:
+  /// gloo::alltoallv.
   Work do_distribute(const Distribution& d, Completion how) override;
+  /// Send / Recv: an unbound buffer of the world context sent to / received from the peer's pair, in a
+  /// slot of the tag. Posted at once on the caller's thread (so that crossing sends and receives never
+  /// wait for each other); blocking, the caller waits; non-blocking, the wait runs on the
+  /// point-to-point lane (or on the thread that waits for the Work).
+  Work do_point_to_point(const PointToPoint& p, Completion how) override;
   /// gloo::barrier.
   Work do_barrier(const ProcessGroup& group, Completion how) override;
   /// Through the store (store_monitored_barrier), keys "idist/monitored_barrier/<group>/<n>".
@@ -116,6 +123,12 @@ class GlooModel final : public ComputationModel {
   template <class Run>
   static void run_guarded(const GlooGroup& group, OpType op, int rank, const rendezvous::PeerTable& peers,
                           const Run& run);
+  // The operations added to the first ones (block_collectives.cpp).
+  Work reduce_to_root(const Reduction& r, Completion how);
+  Work reduce_scatter(const Reduction& r, Completion how);
+  Work gather_to_root(const Gathering& g, Completion how);
+  Work scatter_from_root(const Distribution& d, Completion how);
+  Work all_to_all(const Distribution& d, Completion how);
   /// Releases everything in teardown order. `barrier_first`: finalize()'s closing barrier.
   void teardown(bool barrier_first) noexcept;
 
@@ -128,6 +141,7 @@ class GlooModel final : public ComputationModel {
   std::unique_ptr<RetainedOptions> retained_ = std::make_unique<RetainedOptions>();
   std::shared_ptr<gloo::transport::Device> device_;
   std::vector<std::shared_ptr<GlooGroup>> groups_;  // every group made, the world first
+  std::unique_ptr<OpLane> p2p_lane_;                 // waits of non-blocking sends and receives
   bool use_bcube_ = false;
   bool torn_down_ = false;
 };
