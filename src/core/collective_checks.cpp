@@ -96,9 +96,8 @@ void check_blocks(OpType op, const ConstBuffer& part, std::string_view part_arg,
     throw ValueError(fmt::format("{}: {} has element type {} but {} has {}; expected the same element type",
                                  to_string(op), whole_arg, to_string(whole.dtype), part_arg, to_string(part.dtype)));
   if (whole.count != part.count * group_size)
-    throw ValueError(fmt::format("{}: {} has {} elements, expected {}.count * group size = {} * {} = {}",
-                                 to_string(op), whole_arg, whole.count, part_arg, part.count, group_size,
-                                 part.count * group_size));
+    throw ValueError(fmt::format("{}: {} has {} elements, expected {}.count * group size = {} * {} = {}", to_string(op),
+                                 whole_arg, whole.count, part_arg, part.count, group_size, part.count * group_size));
 }
 
 void check_all_to_all_args(const ConstBuffer& in, const Buffer& out, std::size_t group_size) {
@@ -107,8 +106,8 @@ void check_all_to_all_args(const ConstBuffer& in, const Buffer& out, std::size_t
   if (out.count != in.count)
     throw ValueError(fmt::format("{}: out has {} elements, expected in.count = {}", op, out.count, in.count));
   if (in.count % group_size != 0)
-    throw ValueError(fmt::format("{}: in has {} elements, expected a multiple of the group size {}", op, in.count,
-                                 group_size));
+    throw ValueError(
+        fmt::format("{}: in has {} elements, expected a multiple of the group size {}", op, in.count, group_size));
 }
 
 void check_all_to_all_v_args(const ConstBuffer& in, const Buffer& out, std::span<const std::size_t> out_counts,

@@ -124,7 +124,7 @@ Work ComputationModel::broadcast(Buffer data, int src, const Group& group, Compl
 
 Work ComputationModel::reduce(Buffer data, ReduceOp op, int dst, const Group& group, Completion how) {
   check_buffer(OpType::Reduce, "data", data.device);
-  core::check_reduce_op(data.dtype, op);
+  core::check_reduce_op(data.dtype, op, OpType::Reduce);
   core::check_world_rank(OpType::Reduce, "dst", dst, world_size());
   const ProcessGroup& pg = process_group(group);
   if (!pg.is_member()) [[unlikely]]
@@ -164,7 +164,7 @@ Work ComputationModel::scatter(ConstBuffer in, Buffer out, int src, const Group&
 Work ComputationModel::reduce_scatter(ConstBuffer in, Buffer out, ReduceOp op, const Group& group, Completion how) {
   check_buffer(OpType::ReduceScatter, "in", in.device);
   check_buffer(OpType::ReduceScatter, "out", out.device);
-  core::check_reduce_op(in.dtype, op);
+  core::check_reduce_op(in.dtype, op, OpType::ReduceScatter);
   const ProcessGroup& pg = process_group(group);
   if (!pg.is_member()) [[unlikely]]
     return Work{};

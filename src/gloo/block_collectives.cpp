@@ -187,20 +187,20 @@ Work GlooModel::all_to_all(const Distribution& d, Completion how) {
   std::vector<std::int64_t> receives(d.counts.begin(), d.counts.end());
   // The ranks' totals differ: the tag carries only what they share.
   const std::uint32_t tag = call_tag(in.dtype, 0, -1, -1);
-  return issue(d.group, d.op, how,
-               [=, sends = std::move(sends), receives = std::move(receives),
-                retained = retained_.get()](gloo::Context& ctx) {
-                 retained->run<gloo::AlltoallvOptions>(borrow(ctx), [&](gloo::AlltoallvOptions& o) {
-                   with_element_type(dtype_size(in.dtype), [&](auto t) {
-                     using T = decltype(t);
-                     o.setInput<T>(typed<T>(in.data), sends);
-                     o.setOutput<T>(typed<T>(out.data), receives);
-                   });
-                   o.setTag(tag);
-                   o.setTimeout(timeout);
-                   gloo::alltoallv(o);
-                 });
-               });
+  return issue(
+      d.group, d.op, how,
+      [=, sends = std::move(sends), receives = std::move(receives), retained = retained_.get()](gloo::Context& ctx) {
+        retained->run<gloo::AlltoallvOptions>(borrow(ctx), [&](gloo::AlltoallvOptions& o) {
+          with_element_type(dtype_size(in.dtype), [&](auto t) {
+            using T = decltype(t);
+            o.setInput<T>(typed<T>(in.data), sends);
+            o.setOutput<T>(typed<T>(out.data), receives);
+          });
+          o.setTag(tag);
+          o.setTimeout(timeout);
+          gloo::alltoallv(o);
+        });
+      });
 }
 
 }  // namespace idist::gloo_backend

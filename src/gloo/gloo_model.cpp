@@ -23,8 +23,8 @@
 #include "backend_kit/host_reduce.hpp"
 #include "core/backend_factories.hpp"
 #include "gloo/call_tag.hpp"
-#include "gloo/issue.hpp"
 #include "gloo/gloo_store.hpp"
+#include "gloo/issue.hpp"
 #include "gloo/peer_diagnosis.hpp"
 #include "gloo/tcp_device.hpp"
 #include "idist/error.hpp"
@@ -35,7 +35,6 @@
 namespace idist::gloo_backend {
 
 namespace {
-
 
 using rendezvous::describe_rank;
 
@@ -119,7 +118,6 @@ std::shared_ptr<ProcessGroup> GlooModel::create_group(std::vector<int> sorted_ra
 }
 
 std::shared_ptr<core::debug::ProgressBoard> GlooModel::progress_board() { return store::make_progress_board(store_); }
-
 
 Work GlooModel::do_reduce(const Reduction& r, Completion how) {
   if (r.op == OpType::Reduce) return reduce_to_root(r, how);

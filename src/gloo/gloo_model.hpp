@@ -141,7 +141,7 @@ class GlooModel final : public ComputationModel {
   std::unique_ptr<RetainedOptions> retained_ = std::make_unique<RetainedOptions>();
   std::shared_ptr<gloo::transport::Device> device_;
   std::vector<std::shared_ptr<GlooGroup>> groups_;  // every group made, the world first
-  std::unique_ptr<OpLane> p2p_lane_;                 // waits of non-blocking sends and receives
+  std::unique_ptr<OpLane> p2p_lane_;                // waits of non-blocking sends and receives
   bool use_bcube_ = false;
   bool torn_down_ = false;
 };

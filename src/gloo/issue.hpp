@@ -37,7 +37,6 @@ void with_element_type(std::size_t size, F&& f) {
   }
 }
 
-
 // gloo's option classes take a shared_ptr to the context; the lane owns the context for as long as
 // it runs operations, so a non-owning alias avoids a reference count per operation.
 inline std::shared_ptr<gloo::Context> borrow(gloo::Context& ctx) { return {std::shared_ptr<void>(), &ctx}; }
@@ -107,6 +106,5 @@ Work GlooModel::issue(const ProcessGroup& pg, OpType op, Completion how, Run run
   work.wait();
   return Work{};
 }
-
 
 }  // namespace idist::gloo_backend

@@ -40,8 +40,8 @@ Work MPIModel::gather_to_root(const Gathering& g, MPI_Comm comm, Completion how)
   const int n = int(g.in.count);
   const int root = g.root;
   return run_op(
-      g.op, g.group, how, "MPI_Gather",
-      [&] { return MPI_Gather(g.in.data, n, type, g.out.data, n, type, root, comm); }, "MPI_Igather",
+      g.op, g.group, how, "MPI_Gather", [&] { return MPI_Gather(g.in.data, n, type, g.out.data, n, type, root, comm); },
+      "MPI_Igather",
       [&](MPI_Request* q) { return MPI_Igather(g.in.data, n, type, g.out.data, n, type, root, comm, q); });
 }
 
@@ -62,8 +62,8 @@ Work MPIModel::all_to_all(const Distribution& d, MPI_Comm comm, Completion how) 
     check_int_counts(d.op, {d.in.count});
     const int k = int(d.in.count / std::size_t(d.group.size()));
     return run_op(
-        d.op, d.group, how, "MPI_Alltoall",
-        [&] { return MPI_Alltoall(d.in.data, k, type, d.out.data, k, type, comm); }, "MPI_Ialltoall",
+        d.op, d.group, how, "MPI_Alltoall", [&] { return MPI_Alltoall(d.in.data, k, type, d.out.data, k, type, comm); },
+        "MPI_Ialltoall",
         [&](MPI_Request* q) { return MPI_Ialltoall(d.in.data, k, type, d.out.data, k, type, comm, q); });
   }
   check_int_counts(d.op, {d.in.count, d.out.count});

@@ -4,9 +4,9 @@
 
 #include <chrono>
 #include <climits>
+#include <cstddef>
 #include <functional>
 #include <initializer_list>
-#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>

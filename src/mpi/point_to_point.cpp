@@ -9,8 +9,8 @@ namespace idist::mpi_backend {
 Work MPIModel::do_point_to_point(const PointToPoint& p, Completion how) {
   health_->check(to_string(p.op), rank());
   if (p.tag > tag_ub_)
-    throw ValueError(fmt::format("{}: tag should be at most {} (MPI_TAG_UB), but given {}", to_string(p.op), tag_ub_,
-                                 p.tag));
+    throw ValueError(
+        fmt::format("{}: tag should be at most {} (MPI_TAG_UB), but given {}", to_string(p.op), tag_ub_, p.tag));
   check_int_counts(p.op, {p.data.count});
   const MPI_Datatype type = types_.datatype(p.data.dtype);
   const int n = int(p.data.count);

@@ -118,8 +118,7 @@ Work NCCLModel::exchange_blocks(const Distribution& d, Completion how) {
     for (std::size_t r = 0; r < n; ++r) {
       if (r == me) continue;
       if (sends[r])
-        o.nccl_queued(
-            ncclSend(din + send_at[r] * esize, sends[r] * esize, ncclUint8, int(r), o.handle(), o.stream()));
+        o.nccl_queued(ncclSend(din + send_at[r] * esize, sends[r] * esize, ncclUint8, int(r), o.handle(), o.stream()));
       if (receives[r])
         o.nccl_queued(
             ncclRecv(dout + recv_at[r] * esize, receives[r] * esize, ncclUint8, int(r), o.handle(), o.stream()));

@@ -190,7 +190,6 @@ void NCCLModel::check_device_buffer(OpType op, std::string_view arg, const Devic
   check_buffer_device(to_string(op), arg, dev, device());
 }
 
-
 Work NCCLModel::do_reduce(const Reduction& r, Completion how) {
   if (r.op != OpType::AllReduce) return reduce_rooted_or_scattered(r, how);
   const ReducePlan plan = reduction_for(r.out.dtype, r.reduce_op);
