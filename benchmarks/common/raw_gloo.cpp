@@ -3,15 +3,19 @@
 // the benchmark needs only idist's public API and Gloo's.
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
+#include <gloo/alltoall.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/context.h>
 #include <gloo/math.h>
+#include <gloo/reduce_scatter.h>
 #include <gloo/transport/context.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <cstring>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 #include "common/raw_backend.hpp"
 #include "idist/collectives.hpp"
@@ -87,6 +91,8 @@ class RawGloo final : public RawBackend {
     if (op == "all_reduce") return "gloo::allreduce";
     if (op == "all_gather") return "gloo::allgather";
     if (op == "broadcast") return "gloo::broadcast";
+    if (op == "reduce_scatter") return "gloo::ReduceScatterHalvingDoubling";
+    if (op == "all_to_all") return "gloo::alltoall";
     return "gloo::barrier";
   }
 
@@ -112,6 +118,22 @@ class RawGloo final : public RawBackend {
     o.setRoot(root);
     o.setTimeout(timeout_);
     gloo::broadcast(o);
+  }
+  // Gloo's reduce-scatter reduces a whole buffer in place: a user copies the input in and the block out.
+  void reduce_scatter_sum(const float* in, float* out, std::size_t count) override {
+    const std::size_t total = count * std::size_t(ctx_->size);
+    std::vector<float> work(in, in + total);
+    gloo::ReduceScatterHalvingDoubling<float> algorithm(ctx_, {work.data()}, int(total),
+                                                        std::vector<int>(std::size_t(ctx_->size), int(count)));
+    algorithm.run();
+    std::memcpy(out, work.data(), count * sizeof(float));
+  }
+  void all_to_all(const float* in, float* out, std::size_t count) override {
+    gloo::AlltoallOptions o(ctx_);
+    o.setInput(const_cast<float*>(in), count * std::size_t(ctx_->size));
+    o.setOutput(out, count * std::size_t(ctx_->size));
+    o.setTimeout(timeout_);
+    gloo::alltoall(o);
   }
   void barrier() override {
     gloo::BarrierOptions o(ctx_);
