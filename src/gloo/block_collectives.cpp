@@ -1,6 +1,7 @@
 // GlooModel: the rooted reductions, gathers and scatters, reduce_scatter and all_to_all(v), each on
-// Gloo's own algorithm (gloo::reduce, gather, scatter, alltoall, alltoallv and
-// ReduceScatterHalvingDoubling).
+// Gloo's own algorithm (gloo::reduce, gather, scatter, alltoall, alltoallv and, on groups whose size
+// is a power of two, ReduceScatterHalvingDoubling).
+#include <gloo/allreduce.h>
 #include <gloo/alltoall.h>
 #include <gloo/alltoallv.h>
 #include <gloo/gather.h>
@@ -82,33 +83,67 @@ Work GlooModel::reduce_scatter(const Reduction& r, Completion how) {
   if (in.count > std::size_t(INT_MAX))
     throw BackendError(fmt::format("{} on rank {}: {} elements exceed the int counts of Gloo's reduce_scatter",
                                    to_string(r.op), rank(), in.count));
-  const std::vector<int> blocks(std::size_t(r.group.size()), int(out.count));
-  return issue(r.group, r.op, how, [=, retained = retained_.get()](gloo::Context& ctx) {
-    // The algorithm reduces a whole buffer in place and leaves this rank's block at its start.
-    auto work = std::make_shared<std::vector<std::byte>>(in.bytes());
-    std::memcpy(work->data(), in.data, in.bytes());
+  const auto& group = static_cast<const GlooGroup&>(r.group);
+  const int n = group.size();
+  if ((n & (n - 1)) != 0) return reduce_scatter_by_allreduce(r, how);
+  return issue(r.group, r.op, how, [=, &group, retained = retained_.get()](gloo::Context& ctx) {
+    const std::size_t esize = dtype_size(in.dtype);
+    // The algorithm reduces its buffer in place and leaves this rank's block at its start.
+    const auto plan = group.reduce_scatters.get(esize, in.count, out.count, [&](ReduceScatterPlan& p) {
+      with_element_type(esize, [&](auto t) {
+        using T = decltype(t);
+        static const gloo::ReductionFunction<T> reduce(gloo::SUM, &reduce_with_current<T>);
+        p.algorithm = std::make_shared<gloo::ReduceScatterHalvingDoubling<T>>(
+            borrow(ctx), std::vector<T*>{reinterpret_cast<T*>(p.work.data())}, int(in.count),
+            std::vector<int>(std::size_t(n), int(out.count)), &reduce);
+      });
+    });
+    std::memcpy(plan->work.data(), in.data, in.bytes());
     const backend_kit::ReduceFn saved = current_reduce;
     current_reduce = fn;
     try {
-      with_element_type(dtype_size(in.dtype), [&](auto t) {
-        using T = decltype(t);
-        static const gloo::ReductionFunction<T> reduce(gloo::SUM, &reduce_with_current<T>);
-        auto algorithm = std::make_shared<gloo::ReduceScatterHalvingDoubling<T>>(
-            borrow(ctx), std::vector<T*>{reinterpret_cast<T*>(work->data())}, int(in.count), blocks, &reduce);
-        try {
-          algorithm->run();
-        } catch (...) {
-          retained->keep(algorithm);
-          throw;
-        }
-      });
+      plan->algorithm->run();
     } catch (...) {
       current_reduce = saved;
-      retained->keep(work);
+      group.reduce_scatters.drop(plan);
+      retained->keep(plan);  // the transport thread may still touch its buffers
       throw;
     }
     current_reduce = saved;
-    std::memcpy(out.data, work->data(), out.bytes());
+    std::memcpy(out.data, plan->work.data(), out.bytes());
+  });
+}
+
+// Gloo's ReduceScatterHalvingDoubling gave wrong sums on 3 ranks (a peer's block counted twice, in
+// the exchange between binary blocks that only groups of other sizes than powers of two have): there
+// the group runs gloo::allreduce (ring) on a copy and keeps its block, twice the traffic but exact.
+Work GlooModel::reduce_scatter_by_allreduce(const Reduction& r, Completion how) {
+  const backend_kit::ReduceFn fn = backend_kit::reduce_function(r.in.dtype, r.reduce_op);
+  const ConstBuffer in = r.in;
+  const Buffer out = r.out;
+  const int position = r.group.rank();
+  const std::uint32_t tag = call_tag(in.dtype, in.count, int(r.reduce_op), -1);
+  const auto timeout = this->timeout();
+  return issue(r.group, r.op, how, [=, retained = retained_.get()](gloo::Context& ctx) {
+    auto work = std::make_shared<std::vector<std::byte>>(in.bytes());
+    std::memcpy(work->data(), in.data, in.bytes());
+    try {
+      retained->run<gloo::AllreduceOptions>(borrow(ctx), [&](gloo::AllreduceOptions& o) {
+        with_element_type(dtype_size(in.dtype), [&](auto t) {
+          using T = decltype(t);
+          o.setOutput<T>(reinterpret_cast<T*>(work->data()), in.count);
+        });
+        o.setReduceFunction(fn);
+        o.setTag(tag);
+        o.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+        o.setTimeout(timeout);
+        gloo::allreduce(o);
+      });
+    } catch (...) {
+      retained->keep(work);
+      throw;
+    }
+    std::memcpy(out.data, work->data() + std::size_t(position) * out.bytes(), out.bytes());
   });
 }
 

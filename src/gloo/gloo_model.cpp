@@ -250,6 +250,7 @@ void GlooModel::teardown(bool barrier_first) noexcept {
     p2p_lane_.reset();
     for (auto& g : groups_) {
       g->lane.reset();
+      g->reduce_scatters = ReduceScatterCache{};  // its algorithms hold the context
       g->context.reset();
     }
     groups_.clear();

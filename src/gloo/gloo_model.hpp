@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gloo/op_lane.hpp"
+#include "gloo/reduce_scatter_cache.hpp"
 #include "gloo/retained_options.hpp"
 #include "gloo/sigpipe_guard.hpp"
 #include "idist/computation_model.hpp"
@@ -37,6 +38,8 @@ class GlooGroup final : public ProcessGroup {
 
   std::shared_ptr<gloo::Context> context;  ///< null for a non-member, and after teardown
   std::unique_ptr<OpLane> lane;            ///< null for a non-member, and after teardown
+  /// reduce_scatter's algorithms, reused (used by the group's running operation only).
+  mutable ReduceScatterCache reduce_scatters;
   /// Set by the first failed operation: a gloo context is not reusable after an I/O error or a
   /// timeout (peers may be mid-operation), so later operations fail fast with this message.
   mutable std::mutex failure_mutex;
@@ -94,7 +97,8 @@ class GlooModel final : public ComputationModel {
   // runs the gloo algorithm on the calling thread when the group's lane is idle
   // (OpLane::run_if_idle), else queues it behind the lane's operations and waits.
   /// AllReduce: gloo::allreduce (ring, or bcube with IDIST_GLOO_ALLREDUCE=bcube); Reduce:
-  /// gloo::reduce; ReduceScatter: gloo::ReduceScatterHalvingDoubling.
+  /// gloo::reduce; ReduceScatter: gloo::ReduceScatterHalvingDoubling on groups whose size is a power
+  /// of two, else gloo::allreduce (ring) keeping this rank's block (see block_collectives.cpp).
   Work do_reduce(const Reduction& r, Completion how) override;
   /// AllGather: gloo::allgather; AllGatherV: gloo::allgatherv; Gather: gloo::gather.
   Work do_gather(const Gathering& g, Completion how) override;
@@ -126,6 +130,7 @@ class GlooModel final : public ComputationModel {
   // The operations added to the first ones (block_collectives.cpp).
   Work reduce_to_root(const Reduction& r, Completion how);
   Work reduce_scatter(const Reduction& r, Completion how);
+  Work reduce_scatter_by_allreduce(const Reduction& r, Completion how);
   Work gather_to_root(const Gathering& g, Completion how);
   Work scatter_from_root(const Distribution& d, Completion how);
   Work all_to_all(const Distribution& d, Completion how);

@@ -323,3 +323,27 @@ TEST(BlockPointToPoint, NonBlockingRingMatchesByTag) {
 }
 
 }  // namespace
+
+namespace {
+
+// At IDIST_DISTRIBUTED_DEBUG=DETAIL the new collectives carry fingerprints: a rank that calls another
+// one makes every rank raise DesyncError naming both, and nothing is executed.
+TEST(BlockDesync, DifferentCollectivesRaiseDesyncErrorAtDetail) {
+  if (idist::debug_level() != idist::DebugLevel::Detail || ws() < 2) GTEST_SKIP() << "needs DETAIL and two ranks";
+  const auto input = torch::ones({ws() * 2});
+  std::string what;
+  try {
+    if (rank() == ws() - 1)
+      idist::all_to_all(input);
+    else
+      idist::reduce_scatter(input);
+  } catch (const idist::DesyncError& e) {
+    what = e.what();
+  }
+  EXPECT_MESSAGE_HAS(what, "reduce_scatter float32[" + std::to_string(2 * ws()) + "]");
+  EXPECT_MESSAGE_HAS(what, "all_to_all float32[" + std::to_string(2 * ws()) + "]");
+  // The sequence numbers stay aligned: the next collective works.
+  EXPECT_TRUE(idist::reduce_scatter(input).equal(torch::full({2}, float(ws()))));
+}
+
+}  // namespace
