@@ -1,6 +1,6 @@
 // idist collectives benchmark: latency and bandwidth of all_reduce, all_gather, broadcast and
-// barrier through idist, against the raw backend call on the same communicator and buffers,
-// measured in the same run (alternating blocks of iterations). See docs/performance.md.
+// barrier (reduce_scatter and all_to_all with --ops) through idist, against the raw backend call on the same
+// communicator and buffers, measured in the same run (alternating blocks of iterations). See docs/performance.md.
 #include <algorithm>
 #include <cctype>
 #include <cmath>

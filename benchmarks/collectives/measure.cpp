@@ -5,6 +5,7 @@
 
 #include "common/timing.hpp"
 #include "idist/collectives.hpp"
+#include "idist/context.hpp"
 
 namespace idist_bench {
 
@@ -16,9 +17,14 @@ class Case {
   Case(std::string op, std::size_t bytes) : op_(std::move(op)), n_(idist::get_world_size()), rank_(idist::get_rank()) {
     if (op_ == "barrier") return;
     count_ = op_ == "all_gather" ? bytes / sizeof(float) / std::size_t(n_) : bytes / sizeof(float);
+    // reduce_scatter and all_to_all: `bytes` is the input, world size blocks of equal length.
+    if (blocked()) count_ -= count_ % std::size_t(n_);
     in_.assign(count_, 0.0f);
     if (op_ == "all_gather") out_.assign(count_ * std::size_t(n_), 0.0f);
+    if (op_ == "reduce_scatter") out_.assign(count_ / std::size_t(n_), 0.0f);
+    if (op_ == "all_to_all") out_.assign(count_, 0.0f);
   }
+  bool blocked() const { return op_ == "reduce_scatter" || op_ == "all_to_all"; }
   std::size_t count() const { return count_; }
   std::size_t bytes() const {
     return op_ == "all_gather" ? count_ * std::size_t(n_) * sizeof(float) : count_ * sizeof(float);
@@ -33,6 +39,15 @@ class Case {
         idist::all_gather_into(std::span<const float>(in_), std::span<float>(out_));
       } else if (op_ == "broadcast") {
         idist::broadcast(std::span<float>(in_), 0);
+      } else if (op_ == "reduce_scatter") {
+        // No span form: the front door every tensor form goes through, blocking.
+        idist::current_model().reduce_scatter(idist::ConstBuffer(in_.data(), in_.size(), idist::DType::Float32),
+                                              idist::Buffer{out_.data(), out_.size(), idist::DType::Float32},
+                                              idist::ReduceOp::Sum, {}, idist::Completion::Blocking);
+      } else if (op_ == "all_to_all") {
+        idist::current_model().all_to_all(idist::ConstBuffer(in_.data(), in_.size(), idist::DType::Float32),
+                                          idist::Buffer{out_.data(), out_.size(), idist::DType::Float32}, {},
+                                          idist::Completion::Blocking);
       } else {
         idist::barrier();
       }
@@ -43,6 +58,10 @@ class Case {
         v.raw->all_gather(in_.data(), out_.data(), count_);
       } else if (op_ == "broadcast") {
         v.raw->broadcast(in_.data(), count_, 0);
+      } else if (op_ == "reduce_scatter") {
+        v.raw->reduce_scatter_sum(in_.data(), out_.data(), count_ / std::size_t(n_));
+      } else if (op_ == "all_to_all") {
+        v.raw->all_to_all(in_.data(), out_.data(), count_ / std::size_t(n_));
       } else {
         v.raw->barrier();
       }
@@ -57,7 +76,8 @@ class Case {
       return 0;
     }
     for (std::size_t i = 0; i < count_; ++i) {
-      if (op_ == "all_reduce") in_[i] = float(rank_ + 1 + int(i % 5));
+      if (op_ == "all_reduce" || op_ == "reduce_scatter") in_[i] = float(rank_ + 1 + int(i % 5));
+      if (op_ == "all_to_all") in_[i] = float(rank_ * 4096 + int(i % 4096));
       if (op_ == "all_gather") in_[i] = float(rank_ * 4096 + int(i % 4096));
       if (op_ == "broadcast") in_[i] = rank_ == 0 ? float(i % 4099) + 0.5f : -1.0f;
     }
@@ -66,6 +86,15 @@ class Case {
     long long wrong = 0;
     if (op_ == "all_reduce") {
       for (std::size_t i = 0; i < count_; ++i) wrong += in_[i] != float(n_ * (n_ + 1) / 2 + n_ * int(i % 5));
+    } else if (op_ == "reduce_scatter") {
+      const std::size_t k = out_.size();
+      for (std::size_t j = 0; j < k; ++j)
+        wrong += out_[j] != float(n_ * (n_ + 1) / 2 + n_ * int((std::size_t(rank_) * k + j) % 5));
+    } else if (op_ == "all_to_all") {
+      const std::size_t k = count_ / std::size_t(n_);
+      for (int r = 0; r < n_; ++r)
+        for (std::size_t q = 0; q < k; ++q)
+          wrong += out_[std::size_t(r) * k + q] != float(r * 4096 + int((std::size_t(rank_) * k + q) % 4096));
     } else if (op_ == "all_gather") {
       for (int r = 0; r < n_; ++r)
         for (std::size_t i = 0; i < count_; ++i)
@@ -92,6 +121,7 @@ double bus_factor(const std::string& op, int n) {
   if (op == "all_reduce") return 2.0 * (n - 1) / n;
   if (op == "all_gather") return double(n - 1) / n;
   if (op == "broadcast") return 1.0;
+  if (op == "reduce_scatter" || op == "all_to_all") return double(n - 1) / n;
   return 0.0;
 }
 

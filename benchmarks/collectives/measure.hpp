@@ -33,14 +33,15 @@ struct Measurement {
   std::vector<long long> wrong;
 };
 
-/// Runs `op` ("all_reduce", "all_gather", "broadcast", "barrier") on float32 buffers of `bytes`
-/// bytes with every variant. Collective: every rank calls it with the same arguments. Returns
+/// Runs `op` ("all_reduce", "all_gather", "broadcast", "barrier", "reduce_scatter", "all_to_all") on
+/// float32 buffers of `bytes` bytes (reduce_scatter, all_to_all: the input, rounded down to world
+/// size equal blocks) with every variant. Collective: every rank calls it with the same arguments. Returns
 /// count 0 (nothing measured) when `bytes` is too small for one element per rank.
 Measurement measure(const std::string& op, std::size_t bytes, const std::vector<Variant>& variants,
                     const Schedule& schedule);
 
 /// nccl-tests' bus-bandwidth factor of `op` on `n` ranks: all_reduce 2(n-1)/n, all_gather (n-1)/n,
-/// broadcast 1, barrier 0.
+/// broadcast 1, reduce_scatter and all_to_all (n-1)/n, barrier 0.
 double bus_factor(const std::string& op, int n);
 
 }  // namespace idist_bench

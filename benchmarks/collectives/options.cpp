@@ -8,8 +8,8 @@ namespace idist_bench {
 
 bool parse_collectives_options(int argc, char** argv, CollectivesOptions& o, int& exit_code) {
   CLI::App app{
-      "idist collectives benchmark: all_reduce, all_gather, broadcast and barrier through idist, interleaved with "
-      "the raw backend call on the same communicator and buffers.\n"
+      "idist collectives benchmark: all_reduce, all_gather, broadcast and barrier (and with --ops reduce_scatter "
+      "and all_to_all) through idist, interleaved with the raw backend call on the same communicator and buffers.\n"
       "  mpi:  mpirun -np 2 idist_bench_collectives --backend mpi\n"
       "  gloo: idist_bench_collectives --backend gloo --nproc 2   (or under mpirun with --backend gloo)"};
   if (print_backends_if_asked(argc, argv)) {
@@ -32,7 +32,7 @@ bool parse_collectives_options(int argc, char** argv, CollectivesOptions& o, int
   app.add_flag("--large", large, "Go up to 256 MiB (same as --max-bytes 268435456)");
   app.add_option("--ops", o.ops, "Operations to measure")
       ->delimiter(',')
-      ->check(CLI::IsMember({"all_reduce", "all_gather", "broadcast", "barrier"}));
+      ->check(CLI::IsMember({"all_reduce", "all_gather", "broadcast", "barrier", "reduce_scatter", "all_to_all"}));
   app.add_option("--iters-small", o.iters_small, "Timed iterations per variant up to --large-threshold")
       ->check(CLI::PositiveNumber);
   app.add_option("--iters-large", o.iters_large, "Timed iterations per variant above it")->check(CLI::PositiveNumber);

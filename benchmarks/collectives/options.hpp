@@ -13,6 +13,7 @@ struct CollectivesOptions {
   int port = 29511;                  ///< rendezvous port when spawning
   std::size_t min_bytes = 8;         ///< smallest message
   std::size_t max_bytes = 64 << 20;  ///< largest message (256 MiB with --large)
+  /// Default: the four of ignite.distributed; "reduce_scatter" and "all_to_all" on request.
   std::vector<std::string> ops{"all_reduce", "all_gather", "broadcast", "barrier"};
   int iters_small = 1000;              ///< OSU's COLL_LOOP_SMALL
   int iters_large = 100;               ///< OSU's COLL_LOOP_LARGE

@@ -26,12 +26,18 @@ class RawBackend {
   virtual void broadcast(float* data, std::size_t count, int root) = 0;
   /// Returns once every rank has entered it.
   virtual void barrier() = 0;
+  /// Sums `in` (count * world size floats) over the world; `out` receives block rank (count floats).
+  virtual void reduce_scatter_sum(const float* in, float* out, std::size_t count) = 0;
+  /// Block j of `in` (count floats each, world size blocks) goes to rank j; block i of `out` comes
+  /// from rank i.
+  virtual void all_to_all(const float* in, float* out, std::size_t count) = 0;
 };
 
 /// Which library calls a RawBackend makes.
 enum class RawKind {
-  /// The blocking call a user would write: MPI_Allreduce / MPI_Allgather / MPI_Bcast / MPI_Barrier;
-  /// gloo::allreduce (ring) / allgather / broadcast / barrier.
+  /// The blocking call a user would write: MPI_Allreduce / MPI_Allgather / MPI_Bcast / MPI_Barrier /
+  /// MPI_Reduce_scatter_block / MPI_Alltoall; gloo::allreduce (ring) / allgather / broadcast / barrier /
+  /// ReduceScatterHalvingDoubling / alltoall.
   Blocking,
   /// MPI only: the non-blocking call idist's mpi backend issues (MPI_Iallreduce, ...) followed by
   /// MPI_Wait. Tells apart idist's own overhead from the cost of MPI's non-blocking algorithms.

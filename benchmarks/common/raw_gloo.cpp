@@ -3,15 +3,20 @@
 // the benchmark needs only idist's public API and Gloo's.
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
+#include <gloo/alltoall.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/context.h>
 #include <gloo/math.h>
+#include <gloo/reduce_scatter.h>
 #include <gloo/transport/context.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <cstring>
+#include <deque>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 #include "common/raw_backend.hpp"
 #include "idist/collectives.hpp"
@@ -87,6 +92,9 @@ class RawGloo final : public RawBackend {
     if (op == "all_reduce") return "gloo::allreduce";
     if (op == "all_gather") return "gloo::allgather";
     if (op == "broadcast") return "gloo::broadcast";
+    if (op == "reduce_scatter")
+      return (ctx_->size & (ctx_->size - 1)) ? "gloo::allreduce" : "gloo::ReduceScatterHalvingDoubling";
+    if (op == "all_to_all") return "gloo::alltoall";
     return "gloo::barrier";
   }
 
@@ -113,6 +121,42 @@ class RawGloo final : public RawBackend {
     o.setTimeout(timeout_);
     gloo::broadcast(o);
   }
+  // Gloo's reduce-scatter is built once per buffer and run many times (as Gloo intends); it reduces
+  // that buffer in place, so a user copies the input in and the block out. The last few built are
+  // kept: one freed right after its run may still have notifications in Gloo's transport.
+  void reduce_scatter_sum(const float* in, float* out, std::size_t count) override {
+    const std::size_t total = count * std::size_t(ctx_->size);
+    if ((ctx_->size & (ctx_->size - 1)) != 0) {
+      // What idist does there too: ReduceScatterHalvingDoubling gave wrong sums on 3 ranks.
+      std::vector<float> work(in, in + total);
+      all_reduce_sum(work.data(), total);
+      std::memcpy(out, work.data() + std::size_t(ctx_->rank) * count, count * sizeof(float));
+      return;
+    }
+    ReduceScatter* rs = nullptr;
+    for (auto& r : reduce_scatters_)
+      if (r->work.size() == total) rs = r.get();
+    if (!rs) {
+      auto made = std::make_unique<ReduceScatter>();
+      made->work.assign(total, 0.0f);
+      made->algorithm = std::make_unique<gloo::ReduceScatterHalvingDoubling<float>>(
+          ctx_, std::vector<float*>{made->work.data()}, int(total),
+          std::vector<int>(std::size_t(ctx_->size), int(count)));
+      rs = made.get();
+      reduce_scatters_.push_back(std::move(made));
+      if (reduce_scatters_.size() > 4) reduce_scatters_.pop_front();
+    }
+    std::memcpy(rs->work.data(), in, total * sizeof(float));
+    rs->algorithm->run();
+    std::memcpy(out, rs->work.data(), count * sizeof(float));
+  }
+  void all_to_all(const float* in, float* out, std::size_t count) override {
+    gloo::AlltoallOptions o(ctx_);
+    o.setInput(const_cast<float*>(in), count * std::size_t(ctx_->size));
+    o.setOutput(out, count * std::size_t(ctx_->size));
+    o.setTimeout(timeout_);
+    gloo::alltoall(o);
+  }
   void barrier() override {
     gloo::BarrierOptions o(ctx_);
     o.setTimeout(timeout_);
@@ -122,6 +166,11 @@ class RawGloo final : public RawBackend {
  private:
   std::shared_ptr<gloo::Context> ctx_;
   std::chrono::milliseconds timeout_;
+  struct ReduceScatter {
+    std::vector<float> work;  // reduced in place by `algorithm`
+    std::unique_ptr<gloo::ReduceScatterHalvingDoubling<float>> algorithm;
+  };
+  std::deque<std::unique_ptr<ReduceScatter>> reduce_scatters_;
 };
 
 }  // namespace

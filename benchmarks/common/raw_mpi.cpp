@@ -34,6 +34,8 @@ class RawMpi final : public RawBackend {
     if (op == "all_reduce") return nb_ ? "MPI_Iallreduce" : "MPI_Allreduce";
     if (op == "all_gather") return nb_ ? "MPI_Iallgather" : "MPI_Allgather";
     if (op == "broadcast") return nb_ ? "MPI_Ibcast" : "MPI_Bcast";
+    if (op == "reduce_scatter") return nb_ ? "MPI_Ireduce_scatter_block" : "MPI_Reduce_scatter_block";
+    if (op == "all_to_all") return nb_ ? "MPI_Ialltoall" : "MPI_Alltoall";
     return nb_ ? "MPI_Ibarrier" : "MPI_Barrier";
   }
 
@@ -54,6 +56,20 @@ class RawMpi final : public RawBackend {
     if (!nb_) return check(MPI_Bcast(data, int(count), MPI_FLOAT, root, comm_), "MPI_Bcast");
     MPI_Request r;
     check(MPI_Ibcast(data, int(count), MPI_FLOAT, root, comm_, &r), "MPI_Ibcast");
+    check(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait");
+  }
+  void reduce_scatter_sum(const float* in, float* out, std::size_t count) override {
+    if (!nb_)
+      return check(MPI_Reduce_scatter_block(in, out, int(count), MPI_FLOAT, MPI_SUM, comm_),
+                   "MPI_Reduce_scatter_block");
+    MPI_Request r;
+    check(MPI_Ireduce_scatter_block(in, out, int(count), MPI_FLOAT, MPI_SUM, comm_, &r), "MPI_Ireduce_scatter_block");
+    check(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait");
+  }
+  void all_to_all(const float* in, float* out, std::size_t count) override {
+    if (!nb_) return check(MPI_Alltoall(in, int(count), MPI_FLOAT, out, int(count), MPI_FLOAT, comm_), "MPI_Alltoall");
+    MPI_Request r;
+    check(MPI_Ialltoall(in, int(count), MPI_FLOAT, out, int(count), MPI_FLOAT, comm_, &r), "MPI_Ialltoall");
     check(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait");
   }
   void barrier() override {

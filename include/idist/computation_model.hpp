@@ -132,6 +132,54 @@ class ComputationModel {
   /// @throws ValueError when `src` is outside [0, world size) or not a rank of `group`, or data lives
   ///         where the backend cannot read it.
   Work broadcast(Buffer data, int src, const Group& group = {}, Completion how = Completion::Async);
+  /// Reduces `data` (count elements, the same on every rank) with `op` into world rank `dst`'s
+  /// buffer; the other ranks' buffers are left unchanged (torch.distributed.reduce).
+  /// @throws ValueError when `dst` is outside [0, world size) or not a rank of `group`, `op` cannot be
+  ///         applied to data.dtype, or data lives where the backend cannot read it.
+  Work reduce(Buffer data, ReduceOp op, int dst, const Group& group = {}, Completion how = Completion::Async);
+  /// Gathers `in` (same count on every rank) into `out` on world rank `dst` (in.count * group size
+  /// elements, group rank order); `out` is not used on the other ranks (torch.distributed.gather).
+  /// @throws ValueError when `dst` is outside [0, world size) or not a rank of `group`; on `dst` when
+  ///         out's dtype differs from in's or out.count != in.count * group size; when a buffer lives
+  ///         where the backend cannot read it.
+  Work gather(ConstBuffer in, Buffer out, int dst, const Group& group = {}, Completion how = Completion::Async);
+  /// Sends block i of `in` on world rank `src` (group size blocks of out.count elements) to group rank
+  /// i's `out`; `in` is not used on the other ranks (torch.distributed.scatter).
+  /// @throws ValueError when `src` is outside [0, world size) or not a rank of `group`; on `src` when
+  ///         the dtypes differ or in.count != out.count * group size; when a buffer lives where the
+  ///         backend cannot read it.
+  Work scatter(ConstBuffer in, Buffer out, int src, const Group& group = {}, Completion how = Completion::Async);
+  /// Reduces `in` (group size blocks of out.count elements) with `op` over `group`; `out` receives
+  /// the reduction of block group rank (torch.distributed.reduce_scatter_tensor).
+  /// @throws ValueError when the dtypes differ, in.count != out.count * group size, `op` cannot be
+  ///         applied to the dtype, or a buffer lives where the backend cannot read it.
+  Work reduce_scatter(ConstBuffer in, Buffer out, ReduceOp op, const Group& group = {},
+                      Completion how = Completion::Async);
+  /// Block j of `in` (group size blocks of in.count / group size elements) goes to group rank j;
+  /// block i of `out` (same count as `in`) comes from group rank i (torch.distributed.all_to_all_single).
+  /// @throws ValueError when the dtypes differ, out.count != in.count, in.count is not a multiple of
+  ///         the group size, or a buffer lives where the backend cannot read it.
+  Work all_to_all(ConstBuffer in, Buffer out, const Group& group = {}, Completion how = Completion::Async);
+  /// all_to_all with blocks whose lengths differ: block j of `in` has in_counts[j] elements and goes
+  /// to group rank j; block i of `out` has out_counts[i] elements and comes from group rank i, blocks
+  /// back to back (torch.distributed.all_to_all_single with split sizes, in elements).
+  /// @throws ValueError when either list has not one entry per group rank, in.count != sum(in_counts),
+  ///         out.count != sum(out_counts), the dtypes differ, or a buffer lives where the backend cannot
+  ///         read it. A count that disagrees with the peer's is not seen here (the operation fails or
+  ///         times out; IDIST_DISTRIBUTED_DEBUG=DETAIL does not compare per-rank counts either).
+  Work all_to_all_v(ConstBuffer in, Buffer out, std::span<const std::size_t> out_counts,
+                    std::span<const std::size_t> in_counts, const Group& group = {},
+                    Completion how = Completion::Async);
+  /// Sends `data` to world rank `dst`, matched by the recv() of the same tag there
+  /// (torch.distributed.send / isend). Completes when `data` may be reused.
+  /// @throws ValueError when `dst` is outside [0, world size) or this rank, `tag` is negative, or
+  ///         data lives where the backend cannot read it.
+  Work send(ConstBuffer data, int dst, int tag = 0, Completion how = Completion::Async);
+  /// Receives into `data` the message of world rank `src` sent with `tag` (same dtype and count)
+  /// (torch.distributed.recv / irecv).
+  /// @throws ValueError when `src` is outside [0, world size) or this rank, `tag` is negative, or
+  ///         data lives where the backend cannot read it.
+  Work recv(Buffer data, int src, int tag = 0, Completion how = Completion::Async);
   /// Completes once every rank of `group` has entered it.
   Work barrier(const Group& group = {}, Completion how = Completion::Async);
   /// torch.distributed.monitored_barrier over `group` (see idist::monitored_barrier()): returns at
@@ -174,12 +222,14 @@ class ComputationModel {
 
   // What each backend implements: the operations of one family, checked, on a group of which this rank
   // is a member, completed as `how` says. Every default throws unsupported().
-  /// A reduction (Reduction::op: AllReduce).
+  /// A reduction (Reduction::op: AllReduce, Reduce, ReduceScatter).
   virtual Work do_reduce(const Reduction& r, Completion how);
-  /// A gathering (Gathering::op: AllGather, AllGatherV).
+  /// A gathering (Gathering::op: AllGather, AllGatherV, Gather).
   virtual Work do_gather(const Gathering& g, Completion how);
-  /// A distribution (Distribution::op: Broadcast).
+  /// A distribution (Distribution::op: Broadcast, Scatter, AllToAll, AllToAllV).
   virtual Work do_distribute(const Distribution& d, Completion how);
+  /// A message to or from one rank (PointToPoint::op: Send, Recv).
+  virtual Work do_point_to_point(const PointToPoint& p, Completion how);
   /// A barrier of `group`.
   virtual Work do_barrier(const ProcessGroup& group, Completion how);
   /// monitored_barrier over a group of two or more ranks, this rank a member.

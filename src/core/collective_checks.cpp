@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 #include <string>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -73,6 +74,63 @@ int root_in_group(OpType op, int src, const ProcessGroup& group) {
 
 void throw_bad_world_root(OpType op, int src, int world_size) {
   throw ValueError(fmt::format("{}: src should be a rank in [0, {}), but given {}", to_string(op), world_size, src));
+}
+
+void check_world_rank(OpType op, std::string_view arg, int value, int world_size) {
+  if (value < 0 || value >= world_size)
+    throw ValueError(
+        fmt::format("{}: {} should be a rank in [0, {}), but given {}", to_string(op), arg, world_size, value));
+}
+
+int rank_in_group(OpType op, std::string_view arg, int value, const ProcessGroup& group) {
+  const int position = group.position_of(value);
+  if (position < 0)
+    throw ValueError(fmt::format("{}: {} {} is not a member of group {}; expected a world rank of the group",
+                                 to_string(op), arg, value, group.name()));
+  return position;
+}
+
+void check_blocks(OpType op, const ConstBuffer& part, std::string_view part_arg, const ConstBuffer& whole,
+                  std::string_view whole_arg, std::size_t group_size) {
+  if (part.dtype != whole.dtype)
+    throw ValueError(fmt::format("{}: {} has element type {} but {} has {}; expected the same element type",
+                                 to_string(op), whole_arg, to_string(whole.dtype), part_arg, to_string(part.dtype)));
+  if (whole.count != part.count * group_size)
+    throw ValueError(fmt::format("{}: {} has {} elements, expected {}.count * group size = {} * {} = {}", to_string(op),
+                                 whole_arg, whole.count, part_arg, part.count, group_size, part.count * group_size));
+}
+
+void check_all_to_all_args(const ConstBuffer& in, const Buffer& out, std::size_t group_size) {
+  const std::string_view op = to_string(OpType::AllToAll);
+  check_same_dtype(OpType::AllToAll, in, out);
+  if (out.count != in.count)
+    throw ValueError(fmt::format("{}: out has {} elements, expected in.count = {}", op, out.count, in.count));
+  if (in.count % group_size != 0)
+    throw ValueError(
+        fmt::format("{}: in has {} elements, expected a multiple of the group size {}", op, in.count, group_size));
+}
+
+void check_all_to_all_v_args(const ConstBuffer& in, const Buffer& out, std::span<const std::size_t> out_counts,
+                             std::span<const std::size_t> in_counts, std::size_t group_size) {
+  const std::string_view op = to_string(OpType::AllToAll);  // the user called all_to_all
+  check_same_dtype(OpType::AllToAll, in, out);
+  for (auto [name, counts, buffer_count] :
+       {std::tuple{"in_counts", in_counts, in.count}, std::tuple{"out_counts", out_counts, out.count}}) {
+    if (counts.size() != group_size)
+      throw ValueError(fmt::format("{}: {} has {} entries, expected one per rank of the group ({})", op, name,
+                                   counts.size(), group_size));
+    const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+    if (total != buffer_count)
+      throw ValueError(fmt::format("{}: {} sums to {} elements, but {} has {}; expected equal", op, name, total,
+                                   name[0] == 'i' ? "in" : "out", buffer_count));
+  }
+}
+
+void check_peer(OpType op, std::string_view arg, int peer, int my_rank, int world_size, int tag) {
+  check_world_rank(op, arg, peer, world_size);
+  if (peer == my_rank)
+    throw ValueError(fmt::format("{}: {} {} is this rank; expected another rank", to_string(op), arg, peer));
+  if (tag < 0) throw ValueError(fmt::format("{}: tag should be non-negative, but given {}", to_string(op), tag));
 }
 
 void check_positive_timeout(OpType op, std::chrono::milliseconds timeout) {

@@ -59,6 +59,34 @@ inline void check_world_root(OpType op, int src, int world_size) {
     throw_bad_world_root(op, src, world_size);
 }
 
+/// The world rank `value` given as argument `arg` ("dst", "src") of `op`: 0 <= value < world_size.
+/// @throws ValueError naming `op`, `arg`, the value and the range otherwise.
+void check_world_rank(OpType op, std::string_view arg, int value, int world_size);
+
+/// The position of world rank `value` (argument `arg` of `op`) in `group`.
+/// @throws ValueError naming `op`, `arg`, the value and the group when it is not a member.
+int rank_in_group(OpType op, std::string_view arg, int value, const ProcessGroup& group);
+
+/// A rooted gathering or scattering: `whole` (argument `whole_arg`) holds `part.count * group_size`
+/// elements of part's dtype.
+/// @throws ValueError naming the dtypes or the counts.
+void check_blocks(OpType op, const ConstBuffer& part, std::string_view part_arg, const ConstBuffer& whole,
+                  std::string_view whole_arg, std::size_t group_size);
+
+/// all_to_all: same dtype, out.count == in.count, and in.count a multiple of `group_size`.
+/// @throws ValueError naming the first condition that fails.
+void check_all_to_all_args(const ConstBuffer& in, const Buffer& out, std::size_t group_size);
+
+/// all_to_all with split sizes: one entry per group rank in each list, in.count == sum(in_counts),
+/// out.count == sum(out_counts), same dtype.
+/// @throws ValueError naming the first condition that fails.
+void check_all_to_all_v_args(const ConstBuffer& in, const Buffer& out, std::span<const std::size_t> out_counts,
+                             std::span<const std::size_t> in_counts, std::size_t group_size);
+
+/// The peer of a send or recv (argument `arg`): a world rank other than `my_rank`; `tag` >= 0.
+/// @throws ValueError naming `op`, the argument and what was expected.
+void check_peer(OpType op, std::string_view arg, int peer, int my_rank, int world_size, int tag);
+
 /// @throws ValueError naming `op` unless `timeout` is positive.
 void check_positive_timeout(OpType op, std::chrono::milliseconds timeout);
 

@@ -122,6 +122,91 @@ Work ComputationModel::broadcast(Buffer data, int src, const Group& group, Compl
   return do_distribute(Distribution{OpType::Broadcast, data, data, {}, root, pg}, how);
 }
 
+Work ComputationModel::reduce(Buffer data, ReduceOp op, int dst, const Group& group, Completion how) {
+  check_buffer(OpType::Reduce, "data", data.device);
+  core::check_reduce_op(data.dtype, op, OpType::Reduce);
+  core::check_world_rank(OpType::Reduce, "dst", dst, world_size());
+  const ProcessGroup& pg = process_group(group);
+  if (!pg.is_member()) [[unlikely]]
+    return Work{};
+  const int root = core::rank_in_group(OpType::Reduce, "dst", dst, pg);
+  return do_reduce(Reduction{OpType::Reduce, data, data, op, root, pg}, how);
+}
+
+Work ComputationModel::gather(ConstBuffer in, Buffer out, int dst, const Group& group, Completion how) {
+  check_buffer(OpType::Gather, "in", in.device);
+  core::check_world_rank(OpType::Gather, "dst", dst, world_size());
+  const ProcessGroup& pg = process_group(group);
+  if (!pg.is_member()) [[unlikely]]
+    return Work{};
+  const int root = core::rank_in_group(OpType::Gather, "dst", dst, pg);
+  if (root == pg.rank()) {
+    check_buffer(OpType::Gather, "out", out.device);
+    core::check_blocks(OpType::Gather, in, "in", ConstBuffer(out), "out", std::size_t(pg.size()));
+  }
+  return do_gather(Gathering{OpType::Gather, in, out, {}, root, pg}, how);
+}
+
+Work ComputationModel::scatter(ConstBuffer in, Buffer out, int src, const Group& group, Completion how) {
+  check_buffer(OpType::Scatter, "out", out.device);
+  core::check_world_rank(OpType::Scatter, "src", src, world_size());
+  const ProcessGroup& pg = process_group(group);
+  if (!pg.is_member()) [[unlikely]]
+    return Work{};
+  const int root = core::rank_in_group(OpType::Scatter, "src", src, pg);
+  if (root == pg.rank()) {
+    check_buffer(OpType::Scatter, "in", in.device);
+    core::check_blocks(OpType::Scatter, ConstBuffer(out), "out", in, "in", std::size_t(pg.size()));
+  }
+  return do_distribute(Distribution{OpType::Scatter, in, out, {}, root, pg}, how);
+}
+
+Work ComputationModel::reduce_scatter(ConstBuffer in, Buffer out, ReduceOp op, const Group& group, Completion how) {
+  check_buffer(OpType::ReduceScatter, "in", in.device);
+  check_buffer(OpType::ReduceScatter, "out", out.device);
+  core::check_reduce_op(in.dtype, op, OpType::ReduceScatter);
+  const ProcessGroup& pg = process_group(group);
+  if (!pg.is_member()) [[unlikely]]
+    return Work{};
+  core::check_blocks(OpType::ReduceScatter, ConstBuffer(out), "out", in, "in", std::size_t(pg.size()));
+  return do_reduce(Reduction{OpType::ReduceScatter, in, out, op, -1, pg}, how);
+}
+
+Work ComputationModel::all_to_all(ConstBuffer in, Buffer out, const Group& group, Completion how) {
+  check_buffer(OpType::AllToAll, "in", in.device);
+  check_buffer(OpType::AllToAll, "out", out.device);
+  const ProcessGroup& pg = process_group(group);
+  if (!pg.is_member()) [[unlikely]]
+    return Work{};
+  core::check_all_to_all_args(in, out, std::size_t(pg.size()));
+  return do_distribute(Distribution{OpType::AllToAll, in, out, {}, -1, pg}, how);
+}
+
+Work ComputationModel::all_to_all_v(ConstBuffer in, Buffer out, std::span<const std::size_t> out_counts,
+                                    std::span<const std::size_t> in_counts, const Group& group, Completion how) {
+  check_buffer(OpType::AllToAllV, "in", in.device);
+  check_buffer(OpType::AllToAllV, "out", out.device);
+  const ProcessGroup& pg = process_group(group);
+  if (!pg.is_member()) [[unlikely]]
+    return Work{};
+  core::check_all_to_all_v_args(in, out, out_counts, in_counts, std::size_t(pg.size()));
+  return do_distribute(Distribution{OpType::AllToAllV, in, out, out_counts, -1, pg, in_counts}, how);
+}
+
+Work ComputationModel::send(ConstBuffer data, int dst, int tag, Completion how) {
+  check_buffer(OpType::Send, "data", data.device);
+  core::check_peer(OpType::Send, "dst", dst, rank(), world_size(), tag);
+  // Send only reads the buffer: the descriptor's one Buffer serves both directions.
+  const Buffer buffer{const_cast<void*>(data.data), data.count, data.dtype, data.device};
+  return do_point_to_point(PointToPoint{OpType::Send, buffer, dst, tag, *world_}, how);
+}
+
+Work ComputationModel::recv(Buffer data, int src, int tag, Completion how) {
+  check_buffer(OpType::Recv, "data", data.device);
+  core::check_peer(OpType::Recv, "src", src, rank(), world_size(), tag);
+  return do_point_to_point(PointToPoint{OpType::Recv, data, src, tag, *world_}, how);
+}
+
 Work ComputationModel::barrier(const Group& group, Completion how) {
   const ProcessGroup& pg = process_group(group);
   if (!pg.is_member()) [[unlikely]]
@@ -141,6 +226,7 @@ void ComputationModel::monitored_barrier(const Group& group, std::chrono::millis
 Work ComputationModel::do_reduce(const Reduction& r, Completion) { unsupported(r.op); }
 Work ComputationModel::do_gather(const Gathering& g, Completion) { unsupported(g.op); }
 Work ComputationModel::do_distribute(const Distribution& d, Completion) { unsupported(d.op); }
+Work ComputationModel::do_point_to_point(const PointToPoint& p, Completion) { unsupported(p.op); }
 Work ComputationModel::do_barrier(const ProcessGroup&, Completion) { unsupported(OpType::Barrier); }
 void ComputationModel::do_monitored_barrier(const ProcessGroup&, std::chrono::milliseconds, bool) {
   unsupported(OpType::MonitoredBarrier);

@@ -9,11 +9,11 @@
 
 namespace idist::core {
 
-void check_reduce_op(DType dtype, ReduceOp op) {
+void check_reduce_op(DType dtype, ReduceOp op, OpType which) {
   if (is_floating(dtype) && (op == ReduceOp::And || op == ReduceOp::Or))
     throw ValueError(
         fmt::format("{}: op {} is bitwise and cannot reduce {} data; expected an integer or bool element type",
-                    to_string(OpType::AllReduce), to_string(op), to_string(dtype)));
+                    to_string(which), to_string(op), to_string(dtype)));
 }
 
 }  // namespace idist::core

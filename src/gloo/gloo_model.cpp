@@ -24,6 +24,7 @@
 #include "core/backend_factories.hpp"
 #include "gloo/call_tag.hpp"
 #include "gloo/gloo_store.hpp"
+#include "gloo/issue.hpp"
 #include "gloo/peer_diagnosis.hpp"
 #include "gloo/tcp_device.hpp"
 #include "idist/error.hpp"
@@ -35,24 +36,7 @@ namespace idist::gloo_backend {
 
 namespace {
 
-// A lost host is one that does not answer a TCP connection attempt within this time.
-constexpr std::chrono::milliseconds kPeerProbeTimeout{1000};
-// How much longer a Work waits than the operation's own timeout: the probe, plus scheduling slack.
-constexpr std::chrono::milliseconds kFailureReportGrace = kPeerProbeTimeout + std::chrono::milliseconds(1000);
-
 using rendezvous::describe_rank;
-
-// Calls f(T{}) with an unsigned integer type of `size` bytes: gloo's options take the element size
-// from the pointer type, and our reduce functions interpret the bytes by their real dtype.
-template <class F>
-void with_element_type(std::size_t size, F&& f) {
-  switch (size) {
-    case 1: f(std::uint8_t{}); return;
-    case 2: f(std::uint16_t{}); return;
-    case 4: f(std::uint32_t{}); return;
-    default: f(std::uint64_t{}); return;
-  }
-}
 
 bool read_bcube_choice() {
   const char* v = std::getenv("IDIST_GLOO_ALLREDUCE");
@@ -85,6 +69,7 @@ GlooModel::GlooModel(const InitOptions& opts) : ComputationModel(opts.timeout) {
     connect(*world, "idist/gloo/world");
     set_world_group(world);
     groups_.push_back(std::move(world));
+    p2p_lane_ = std::make_unique<OpLane>("point-to-point");
   } catch (...) {
     teardown(false);
     throw;
@@ -174,96 +159,9 @@ std::shared_ptr<ProcessGroup> GlooModel::create_group(std::vector<int> sorted_ra
 
 std::shared_ptr<core::debug::ProgressBoard> GlooModel::progress_board() { return store::make_progress_board(store_); }
 
-// Runs one gloo operation of `group`, translating failures into idist errors that name the operation,
-// the rank and the group; the first failure marks the group's communicator unusable.
-template <class Run>
-void GlooModel::run_guarded(const GlooGroup& group, OpType op, int rank, const rendezvous::PeerTable& peers,
-                            const Run& run) {
-  if (group.broken.load(std::memory_order_acquire)) {
-    std::lock_guard lock(group.failure_mutex);
-    throw BackendError(
-        fmt::format("{} on rank {}: the gloo communicator of group {} is unusable after an earlier "
-                    "failure ({}); call idist::finalize()",
-                    to_string(op), rank, group.name(), group.failure));
-  }
-  const auto fail = [&](const std::string& detail, bool timed_out) {
-    std::string unreachable;  // the peer watch's verdict, when it ended the operation
-    {
-      std::lock_guard lock(group.failure_mutex);
-      unreachable = group.unreachable;
-    }
-    if (!unreachable.empty()) timed_out = false;
-    // Only the first failure of a communicator looks for the lost peers (a bounded network probe).
-    const std::string lost = !unreachable.empty() || group.broken.load(std::memory_order_acquire)
-                                 ? std::string()
-                                 : lost_peers(detail, timed_out, group.ranks(), rank, peers, kPeerProbeTimeout);
-    std::string msg;
-    if (!unreachable.empty())
-      msg = fmt::format("{} on {} (group {}) failed: {} (gloo then reported: {})", to_string(op),
-                        describe_rank(peers, rank), group.name(), unreachable, detail);
-    else if (lost.empty())
-      msg = fmt::format(
-          "{} on {} (group {}) failed: {}; a peer may have died or issued a different collective (another "
-          "operation, element type, count, reduce op or root: IDIST_DISTRIBUTED_DEBUG=DETAIL names it)",
-          to_string(op), describe_rank(peers, rank), group.name(), detail);
-    else
-      msg = fmt::format("{} on {} (group {}) failed: {}; {}", to_string(op), describe_rank(peers, rank), group.name(),
-                        detail, lost);
-    {
-      std::lock_guard lock(group.failure_mutex);
-      if (group.failure.empty()) group.failure = msg;
-    }
-    group.broken.store(true, std::memory_order_release);
-    if (timed_out) throw TimeoutError(msg);
-    throw BackendError(msg);
-  };
-  // The peer watch sees how long this operation has been running.
-  struct Busy {
-    std::atomic<std::int64_t>& since;
-    explicit Busy(std::atomic<std::int64_t>& s) : since(s) {
-      since.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_release);
-    }
-    ~Busy() { since.store(0, std::memory_order_release); }
-  };
-  try {
-    const Busy busy(group.watched.busy_since);
-    run(*group.context);
-  } catch (const TimeoutError& e) {
-    fail(e.what(), true);
-  } catch (const Error& e) {
-    fail(e.what(), false);
-  } catch (const gloo::IoException& e) {
-    fail(std::string("gloo I/O error: ") + e.what(), std::strstr(e.what(), "imed out") != nullptr);
-  } catch (const std::exception& e) {
-    fail(std::string("gloo error: ") + e.what(), false);
-  }
-}
-
-template <class Run>
-Work GlooModel::issue(const ProcessGroup& pg, OpType op, Completion how, Run run) {
-  const auto& group = static_cast<const GlooGroup&>(pg);
-  const int rank = this->rank();
-  const rendezvous::PeerTable& peers = peers_;
-  if (how == Completion::Blocking && group.lane->run_if_idle([&] { run_guarded(group, op, rank, peers, run); }))
-    return Work{};
-  const auto timeout = this->timeout();
-  // One closure per operation: the lane's std::function holds it (a single allocation).
-  auto impl =
-      group.lane->submit([&group, op, rank, &peers, run = std::move(run)] { run_guarded(group, op, rank, peers, run); },
-                         std::chrono::steady_clock::now() + timeout);
-  // Gloo enforces the timeout inside the operation, whose error names the lost peers after a bounded
-  // probe; the Work's own wait allows for that probe so that the caller gets the precise error.
-  Work work(std::move(impl), op, rank, timeout + kFailureReportGrace);
-  if (how == Completion::Async) return work;
-  work.wait();
-  return Work{};
-}
-
-// gloo's option classes take a shared_ptr to the context; the lane owns the context for as long as
-// it runs operations, so a non-owning alias avoids a reference count per operation.
-static std::shared_ptr<gloo::Context> borrow(gloo::Context& ctx) { return {std::shared_ptr<void>(), &ctx}; }
-
 Work GlooModel::do_reduce(const Reduction& r, Completion how) {
+  if (r.op == OpType::Reduce) return reduce_to_root(r, how);
+  if (r.op == OpType::ReduceScatter) return reduce_scatter(r, how);
   const backend_kit::ReduceFn fn = backend_kit::reduce_function(r.out.dtype, r.reduce_op);
   const Buffer data = r.out;
   if (data.count == 0) return Work{};
@@ -287,6 +185,7 @@ Work GlooModel::do_reduce(const Reduction& r, Completion how) {
 }
 
 Work GlooModel::do_gather(const Gathering& g, Completion how) {
+  if (g.op == OpType::Gather) return gather_to_root(g, how);
   const ConstBuffer in = g.in;
   const Buffer out = g.out;
   const auto timeout = this->timeout();
@@ -325,6 +224,8 @@ Work GlooModel::do_gather(const Gathering& g, Completion how) {
 }
 
 Work GlooModel::do_distribute(const Distribution& d, Completion how) {
+  if (d.op == OpType::Scatter) return scatter_from_root(d, how);
+  if (d.op == OpType::AllToAll || d.op == OpType::AllToAllV) return all_to_all(d, how);
   const Buffer data = d.out;
   const int root = d.root;
   if (data.count == 0) return Work{};
@@ -378,6 +279,7 @@ void GlooModel::teardown(bool barrier_first) noexcept {
   }
   try {
     watch_.reset();  // first: it calls into the groups
+    if (p2p_lane_) p2p_lane_->stop("the gloo backend was finalized");
     for (auto& g : groups_)
       if (g->lane) g->lane->stop("the gloo backend was finalized");
     // Leaving on an error (no closing barrier, or a failed communicator): peers may be dead or stuck, so
@@ -386,8 +288,10 @@ void GlooModel::teardown(bool barrier_first) noexcept {
     for (auto& g : groups_) failed = failed || g->broken.load();
     if (failed && store_) store_->leave_without_waiting();
     // Contexts close their connections; a Group the program still holds keeps an empty shell.
+    p2p_lane_.reset();
     for (auto& g : groups_) {
       g->lane.reset();
+      g->reduce_scatters = ReduceScatterCache{};  // its algorithms hold the context
       g->context.reset();
     }
     groups_.clear();

@@ -12,6 +12,7 @@
 #include "gloo/op_lane.hpp"
 #include "gloo/pair_socket.hpp"
 #include "gloo/peer_watch.hpp"
+#include "gloo/reduce_scatter_cache.hpp"
 #include "gloo/retained_options.hpp"
 #include "gloo/sigpipe_guard.hpp"
 #include "idist/computation_model.hpp"
@@ -40,6 +41,8 @@ class GlooGroup final : public ProcessGroup {
 
   std::shared_ptr<gloo::Context> context;  ///< null for a non-member, and after teardown
   std::unique_ptr<OpLane> lane;            ///< null for a non-member, and after teardown
+  /// reduce_scatter's algorithms, reused (used by the group's running operation only).
+  mutable ReduceScatterCache reduce_scatters;
   /// Set by the first failed operation: a gloo context is not reusable after an I/O error or a
   /// timeout (peers may be mid-operation), so later operations fail fast with this message.
   mutable std::mutex failure_mutex;
@@ -105,12 +108,20 @@ class GlooModel final : public ComputationModel {
   // The operations, their arguments checked by ComputationModel's front door. Completion::Blocking
   // runs the gloo algorithm on the calling thread when the group's lane is idle
   // (OpLane::run_if_idle), else queues it behind the lane's operations and waits.
-  /// AllReduce: gloo::allreduce (ring, or bcube with IDIST_GLOO_ALLREDUCE=bcube).
+  /// AllReduce: gloo::allreduce (ring, or bcube with IDIST_GLOO_ALLREDUCE=bcube); Reduce:
+  /// gloo::reduce; ReduceScatter: gloo::ReduceScatterHalvingDoubling on groups whose size is a power
+  /// of two, else gloo::allreduce (ring) keeping this rank's block (see block_collectives.cpp).
   Work do_reduce(const Reduction& r, Completion how) override;
-  /// AllGather: gloo::allgather; AllGatherV: gloo::allgatherv.
+  /// AllGather: gloo::allgather; AllGatherV: gloo::allgatherv; Gather: gloo::gather.
   Work do_gather(const Gathering& g, Completion how) override;
-  /// Broadcast: gloo::broadcast.
+  /// Broadcast: gloo::broadcast; Scatter: gloo::scatter; AllToAll: gloo::alltoall; AllToAllV:
+  /// gloo::alltoallv.
   Work do_distribute(const Distribution& d, Completion how) override;
+  /// Send / Recv: an unbound buffer of the world context sent to / received from the peer's pair, in a
+  /// slot of the tag. Posted at once on the caller's thread (so that crossing sends and receives never
+  /// wait for each other); blocking, the caller waits; non-blocking, the wait runs on the
+  /// point-to-point lane (or on the thread that waits for the Work).
+  Work do_point_to_point(const PointToPoint& p, Completion how) override;
   /// gloo::barrier.
   Work do_barrier(const ProcessGroup& group, Completion how) override;
   /// Through the store (store_monitored_barrier), keys "idist/monitored_barrier/<group>/<n>".
@@ -130,6 +141,13 @@ class GlooModel final : public ComputationModel {
                           const Run& run);
   /// Lets the peer watch (when on) probe `group`'s other hosts while one of its operations waits.
   void watch(GlooGroup& group);
+  // The operations added to the first ones (block_collectives.cpp).
+  Work reduce_to_root(const Reduction& r, Completion how);
+  Work reduce_scatter(const Reduction& r, Completion how);
+  Work reduce_scatter_by_allreduce(const Reduction& r, Completion how);
+  Work gather_to_root(const Gathering& g, Completion how);
+  Work scatter_from_root(const Distribution& d, Completion how);
+  Work all_to_all(const Distribution& d, Completion how);
   /// Releases everything in teardown order. `barrier_first`: finalize()'s closing barrier.
   void teardown(bool barrier_first) noexcept;
 
@@ -144,6 +162,7 @@ class GlooModel final : public ComputationModel {
   // Watches the groups below (destroyed first in teardown: it calls into them).
   std::unique_ptr<PeerWatch> watch_;
   std::vector<std::shared_ptr<GlooGroup>> groups_;  // every group made, the world first
+  std::unique_ptr<OpLane> p2p_lane_;                // waits of non-blocking sends and receives
   bool use_bcube_ = false;
   bool torn_down_ = false;
 };

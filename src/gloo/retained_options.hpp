@@ -31,6 +31,11 @@ class RetainedOptions {
       throw;
     }
   }
+  /// Keeps `object` (the buffers of a failed operation that is not an Options class) until clear().
+  void keep(std::shared_ptr<void> object) {
+    std::lock_guard lock(mutex_);
+    kept_.push_back(std::move(object));
+  }
   /// Frees what was kept; call once no transport thread can touch it any more.
   void clear() {
     std::lock_guard lock(mutex_);

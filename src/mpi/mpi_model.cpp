@@ -51,6 +51,14 @@ MPIModel::MPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_
     check_mpi(MPI_Comm_rank(world_comm_, &comm_rank), "MPI_Comm_rank", world_rank);
     check_mpi(MPI_Comm_size(world_comm_, &comm_size), "MPI_Comm_size", world_rank);
   }
+  {
+    MpiCallGuard guard;
+    check_mpi(MPI_Comm_dup(world_comm_, &p2p_comm_), "MPI_Comm_dup", comm_rank);
+    int* ub = nullptr;
+    int found = 0;
+    MPI_Comm_get_attr(p2p_comm_, MPI_TAG_UB, &ub, &found);
+    if (found && ub) tag_ub_ = *ub;
+  }
   const NodeLayout node = measure_node_layout(world_comm_, comm_rank);
   set_layout({comm_rank, node.local_rank, comm_size, node.nproc_per_node, node.node_rank, node.nnodes});
   std::vector<int> all(static_cast<std::size_t>(comm_size));
@@ -106,6 +114,7 @@ void MPIModel::finalize() {
   release(groups_);                       // takes the MPI call lock itself
   MpiCallGuard guard;
   types_.release();
+  MPI_Comm_free(&p2p_comm_);
   MPI_Comm_free(&world_comm_);
   if (!owns_mpi_) return;
   // Every rank arrives before any enters MPI_Finalize (exit_timer.hpp says why), both bounded.
@@ -218,6 +227,8 @@ bool MPIModel::run_watched(OpType op, const ProcessGroup& group, const char* mpi
 
 Work MPIModel::do_reduce(const Reduction& r, Completion how) {
   const MPI_Comm comm = healthy_comm(r.group, r.op);
+  if (r.op == OpType::Reduce) return reduce_to_root(r, comm, how);
+  if (r.op == OpType::ReduceScatter) return reduce_scatter(r, comm, how);
   const Buffer& data = r.out;
   const MPI_Datatype type = types_.datatype(data.dtype);
   const MPI_Op mpi_op = types_.op(data.dtype, r.reduce_op);
@@ -249,6 +260,7 @@ Work MPIModel::do_reduce(const Reduction& r, Completion how) {
 
 Work MPIModel::do_gather(const Gathering& g, Completion how) {
   const MPI_Comm comm = healthy_comm(g.group, g.op);
+  if (g.op == OpType::Gather) return gather_to_root(g, comm, how);
   if (!g.counts.empty()) return complete(all_gather_v(g, comm), how);
   if (how == Completion::Blocking && watchdog_ && g.in.count <= max_count_) {
     const MPI_Datatype type = types_.datatype(g.in.dtype);
@@ -326,6 +338,8 @@ Work MPIModel::all_gather_by_broadcasts(const Gathering& g, std::span<const std:
 
 Work MPIModel::do_distribute(const Distribution& d, Completion how) {
   const MPI_Comm comm = healthy_comm(d.group, d.op);
+  if (d.op == OpType::Scatter) return scatter_from_root(d, comm, how);
+  if (d.op == OpType::AllToAll || d.op == OpType::AllToAllV) return all_to_all(d, comm, how);
   const Buffer& data = d.out;
   const MPI_Datatype type = types_.datatype(data.dtype);
   if (how == Completion::Blocking && watchdog_ && data.count <= max_count_) {
@@ -338,6 +352,27 @@ Work MPIModel::do_distribute(const Distribution& d, Completion how) {
                                    return MPI_Ibcast(p, n, type, d.root, comm, request);
                                  }),
                   how);
+}
+
+Work MPIModel::run_op(OpType op, const ProcessGroup& group, Completion how, const char* blocking_fn,
+                      const std::function<int()>& blocking, const char* post_fn,
+                      const std::function<int(MPI_Request*)>& post, std::vector<int> ints) {
+  if (how == Completion::Blocking && watchdog_ && run_watched(op, group, blocking_fn, blocking)) return Work{};
+  MPI_Request request;
+  int rc;
+  {
+    MpiCallGuard guard;
+    rc = post(&request);
+  }
+  check(rc, post_fn);
+  return complete(make_work(std::vector<MPI_Request>{request}, std::move(ints), post_fn, op), how);
+}
+
+void MPIModel::check_int_counts(OpType op, std::initializer_list<std::size_t> counts) const {
+  for (std::size_t c : counts)
+    if (c > max_count_)
+      throw BackendError(fmt::format("{} on rank {}: {} elements exceed the {} the mpi backend passes to one MPI call",
+                                     to_string(op), rank(), c, max_count_));
 }
 
 Work MPIModel::do_barrier(const ProcessGroup& group, Completion how) {

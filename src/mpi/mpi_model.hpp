@@ -5,6 +5,8 @@
 #include <chrono>
 #include <climits>
 #include <cstddef>
+#include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -158,13 +160,18 @@ class MPIModel final : public ComputationModel {
   // The operations, their arguments checked by ComputationModel's front door. Completion::Blocking
   // calls MPI's blocking function under the watchdog when blocking collectives are on (and the buffer
   // fits MPI's int counts and a watchdog slot is free), else it waits on the non-blocking call.
-  /// AllReduce: MPI_Iallreduce in place (MPI_Allreduce, chunked on one node, when blocking).
+  /// AllReduce: MPI_Iallreduce in place (MPI_Allreduce, chunked on one node, when blocking); Reduce:
+  /// MPI_Ireduce (MPI_Reduce); ReduceScatter: MPI_Ireduce_scatter_block (MPI_Reduce_scatter_block).
   Work do_reduce(const Reduction& r, Completion how) override;
   /// AllGather: MPI_Iallgather (MPI_Allgather); AllGatherV: MPI_Iallgatherv with displacements from
-  /// the counts.
+  /// the counts; Gather: MPI_Igather (MPI_Gather).
   Work do_gather(const Gathering& g, Completion how) override;
-  /// Broadcast: MPI_Ibcast from the root (MPI_Bcast).
+  /// Broadcast: MPI_Ibcast from the root (MPI_Bcast); Scatter: MPI_Iscatter (MPI_Scatter); AllToAll:
+  /// MPI_Ialltoall (MPI_Alltoall); AllToAllV: MPI_Ialltoallv (MPI_Alltoallv).
   Work do_distribute(const Distribution& d, Completion how) override;
+  /// Send: MPI_Isend (MPI_Send); Recv: MPI_Irecv (MPI_Recv), on a communicator of their own so that
+  /// user tags never meet idist's internal messages.
+  Work do_point_to_point(const PointToPoint& p, Completion how) override;
   /// MPI_Ibarrier (MPI_Barrier).
   Work do_barrier(const ProcessGroup& group, Completion how) override;
   /// Point-to-point messages on the group's communicator (mpi_monitored_barrier).
@@ -196,6 +203,21 @@ class MPIModel final : public ComputationModel {
   // Gathers counts[i] elements from each rank as one MPI_Ibcast per rank (and per chunk): the path
   // for displacements beyond MPI's int range.
   Work all_gather_by_broadcasts(const Gathering& g, std::span<const std::size_t> counts, MPI_Comm comm);
+  // One operation of int counts: with blocking collectives on and Completion::Blocking, `blocking()`
+  // (returning MPI's error code) under the watchdog; otherwise `post(&request)` wrapped in a Work
+  // named `op` that keeps `ints` (counts MPI reads until completion) alive, waited for when Blocking.
+  Work run_op(OpType op, const ProcessGroup& group, Completion how, const char* blocking_fn,
+              const std::function<int()>& blocking, const char* post_fn, const std::function<int(MPI_Request*)>& post,
+              std::vector<int> ints = {});
+  // The operations added to the first ones (block_collectives.cpp): rooted reductions, gathers and
+  // scatters, reduce_scatter and all_to_all(v), each one MPI call.
+  Work reduce_to_root(const Reduction& r, MPI_Comm comm, Completion how);
+  Work reduce_scatter(const Reduction& r, MPI_Comm comm, Completion how);
+  Work gather_to_root(const Gathering& g, MPI_Comm comm, Completion how);
+  Work scatter_from_root(const Distribution& d, MPI_Comm comm, Completion how);
+  Work all_to_all(const Distribution& d, MPI_Comm comm, Completion how);
+  // BackendError unless every count fits MPI's int counts.
+  void check_int_counts(OpType op, std::initializer_list<std::size_t> counts) const;
   // The non-blocking gathers.
   Work all_gather(const Gathering& g, MPI_Comm comm);
   Work all_gather_v(const Gathering& g, MPI_Comm comm);
@@ -204,6 +226,8 @@ class MPIModel final : public ComputationModel {
   int thread_level_;
   bool finalized_ = false;
   MPI_Comm world_comm_ = MPI_COMM_NULL;  // idist's duplicate of MPI_COMM_WORLD
+  MPI_Comm p2p_comm_ = MPI_COMM_NULL;    // another duplicate: send / recv with the user's tags
+  int tag_ub_ = 32767;                   // MPI_TAG_UB of p2p_comm_
   std::size_t max_count_;                // largest element count passed to one MPI call
   TypeMap types_;
   std::vector<std::shared_ptr<MpiGroup>> groups_;  // every group made, world included: freed at finalize()

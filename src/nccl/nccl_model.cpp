@@ -190,13 +190,8 @@ void NCCLModel::check_device_buffer(OpType op, std::string_view arg, const Devic
   check_buffer_device(to_string(op), arg, dev, device());
 }
 
-namespace {
-const std::shared_ptr<Communicator>& comm_of(const ProcessGroup& group) {
-  return static_cast<const NcclGroup&>(group).comm;
-}
-}  // namespace
-
 Work NCCLModel::do_reduce(const Reduction& r, Completion how) {
+  if (r.op != OpType::AllReduce) return reduce_rooted_or_scattered(r, how);
   const ReducePlan plan = reduction_for(r.out.dtype, r.reduce_op);
   Buffer data = r.out;
   data.device = placement(r.op, "data", data.data, data.bytes(), data.device);
@@ -211,6 +206,7 @@ Work NCCLModel::do_reduce(const Reduction& r, Completion how) {
 }
 
 Work NCCLModel::do_gather(const Gathering& g, Completion how) {
+  if (g.op == OpType::Gather) return gather_to_root(g, how);
   ConstBuffer in = g.in;
   Buffer out = g.out;
   in.device = placement(g.op, "in", in.data, in.bytes(), in.device);
@@ -245,6 +241,7 @@ Work NCCLModel::do_gather(const Gathering& g, Completion how) {
 }
 
 Work NCCLModel::do_distribute(const Distribution& d, Completion how) {
+  if (d.op != OpType::Broadcast) return exchange_blocks(d, how);
   Buffer data = d.out;
   data.device = placement(d.op, "data", data.data, data.bytes(), data.device);
   if (data.count == 0) return Work{};

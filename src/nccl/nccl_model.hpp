@@ -23,6 +23,11 @@ class NcclGroup final : public ProcessGroup {
   std::shared_ptr<Communicator> comm;
 };
 
+/// The communicator of `group` (an NcclGroup).
+inline const std::shared_ptr<Communicator>& comm_of(const ProcessGroup& group) {
+  return static_cast<const NcclGroup&>(group).comm;
+}
+
 /// NCCL collectives on this rank's CUDA device (cuda:<local rank>). See docs/nccl.md for the
 /// memory and stream rules: CUDA buffers must be on that device, host buffers are staged through it,
 /// each communicator has its own stream ordered after the caller's stream by events.
@@ -56,12 +61,18 @@ class NCCLModel final : public ComputationModel {
   std::shared_ptr<ProcessGroup> create_group(std::vector<int> sorted_ranks) override;
   // The operations, their arguments checked by ComputationModel's front door. Completion::Blocking
   // waits inside the call: no Work, no watchdog entry (Op::finish).
-  /// AllReduce: ncclAllReduce (the host fallback for what NCCL cannot reduce).
+  /// AllReduce: ncclAllReduce (the host fallback for what NCCL cannot reduce); Reduce: ncclReduce;
+  /// ReduceScatter: ncclReduceScatter (both only for what NCCL reduces natively).
   Work do_reduce(const Reduction& r, Completion how) override;
-  /// AllGather: ncclAllGather of bytes; AllGatherV: one ncclBroadcast per rank, in one NCCL group.
+  /// AllGather: ncclAllGather of bytes; AllGatherV: one ncclBroadcast per rank, in one NCCL group;
+  /// Gather: ncclSend to the root / ncclRecv from every rank, in one NCCL group.
   Work do_gather(const Gathering& g, Completion how) override;
-  /// Broadcast: ncclBroadcast of bytes.
+  /// Broadcast: ncclBroadcast of bytes; Scatter, AllToAll, AllToAllV: ncclSend / ncclRecv of each
+  /// block, in one NCCL group.
   Work do_distribute(const Distribution& d, Completion how) override;
+  /// Send / Recv: ncclSend / ncclRecv on the world's communicator. NCCL has no tags: messages between
+  /// two ranks match in issue order, whatever their tag.
+  Work do_point_to_point(const PointToPoint& p, Completion how) override;
   /// A one-element all-reduce.
   Work do_barrier(const ProcessGroup& group, Completion how) override;
 
@@ -71,6 +82,10 @@ class NCCLModel final : public ComputationModel {
   // host memory (staged), whatever the caller marked it as. ValueError for another device's memory.
   Device placement(OpType op, std::string_view arg, const void* data, std::size_t bytes, const Device& dev) const;
   OpContext op_context() const;
+  // The operations added to the first ones (block_collectives.cpp).
+  Work reduce_rooted_or_scattered(const Reduction& r, Completion how);
+  Work gather_to_root(const Gathering& g, Completion how);
+  Work exchange_blocks(const Distribution& d, Completion how);
   void shutdown(bool collective) noexcept;
 
   int device_ = 0;

@@ -14,16 +14,20 @@ Device SerialModel::device() const {
 }
 
 // The front door (ComputationModel) has checked the arguments as for every backend: out has the
-// size and type of in, the root is rank 0. The data is already where it belongs, but for a gathering
-// into another buffer.
-Work SerialModel::do_reduce(const Reduction&, Completion) { return Work{}; }
-
-Work SerialModel::do_gather(const Gathering& g, Completion) {
-  if (g.in.bytes() && g.out.data != g.in.data) std::memmove(g.out.data, g.in.data, g.in.bytes());
+// size and type of in, the root is rank 0. One rank's result is its input: the data is already where
+// it belongs, but for an operation into another buffer.
+namespace {
+Work copy(const ConstBuffer& in, const Buffer& out) {
+  if (in.bytes() && out.data != in.data) std::memmove(out.data, in.data, in.bytes());
   return Work{};
 }
+}  // namespace
 
-Work SerialModel::do_distribute(const Distribution&, Completion) { return Work{}; }
+Work SerialModel::do_reduce(const Reduction& r, Completion) { return copy(r.in, r.out); }
+
+Work SerialModel::do_gather(const Gathering& g, Completion) { return copy(g.in, g.out); }
+
+Work SerialModel::do_distribute(const Distribution& d, Completion) { return copy(d.in, d.out); }
 
 Work SerialModel::do_barrier(const ProcessGroup&, Completion) { return Work{}; }
 

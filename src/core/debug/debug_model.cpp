@@ -1,7 +1,10 @@
 #include "core/debug/debug_model.hpp"
 
 #include <algorithm>
+#include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "core/debug/desync_check.hpp"
 #include "idist/error.hpp"
@@ -39,8 +42,14 @@ constexpr std::chrono::milliseconds kWorkGrace{2500};
 // The Work of a non-blocking operation: waits on the backend's Work and records how it ended.
 class TracedWork final : public idist::detail::WorkImpl {
  public:
-  TracedWork(Work inner, std::shared_ptr<Diagnostics> d, Fingerprint fp, const ProcessGroup& group, std::uint64_t id)
-      : inner_(std::move(inner)), d_(std::move(d)), fp_(fp), members_(group.ranks()), group_(group.name()), id_(id) {}
+  TracedWork(Work inner, std::shared_ptr<Diagnostics> d, Fingerprint fp, std::vector<int> members, std::string group,
+             std::uint64_t id)
+      : inner_(std::move(inner)),
+        d_(std::move(d)),
+        fp_(fp),
+        members_(std::move(members)),
+        group_(std::move(group)),
+        id_(id) {}
 
   bool test() override { return inner_.is_completed(); }
 
@@ -122,22 +131,28 @@ void DebugModel::check_same_call(const Fingerprint& fp, const ProcessGroup& grou
 
 template <class Run>
 Work DebugModel::traced(Fingerprint fp, const ProcessGroup& group, Completion how, Run run) {
+  return traced(fp, group.name(), group.ranks(), &group, how, run);
+}
+
+template <class Run>
+Work DebugModel::traced(Fingerprint fp, const std::string& name, const std::vector<int>& members,
+                        const ProcessGroup* checked, Completion how, Run run) {
   fp.rank = rank();
   diag_->assign_seq(fp);
-  const std::uint64_t id = diag_->recorder().start(fp, group.name());
+  const std::uint64_t id = diag_->recorder().start(fp, name);
   Work work;
   try {
-    if (diag_->settings().level == DebugLevel::Detail) check_same_call(fp, group);
+    if (checked && diag_->settings().level == DebugLevel::Detail) check_same_call(fp, *checked);
     work = run(how);
   } catch (...) {
-    fail_current(*diag_, id, fp, group.ranks(), group.name());
+    fail_current(*diag_, id, fp, members, name);
   }
   if (how == Completion::Blocking) {
     diag_->recorder().finish(id, TraceState::Completed);
     return work;
   }
-  return Work(std::make_shared<TracedWork>(std::move(work), diag_, fp, group, id), OpType(fp.collective), rank(),
-              timeout() + kWorkGrace);
+  return Work(std::make_shared<TracedWork>(std::move(work), diag_, fp, members, name, id), OpType(fp.collective),
+              rank(), timeout() + kWorkGrace);
 }
 
 Work DebugModel::do_reduce(const Reduction& r, Completion how) {
@@ -150,6 +165,14 @@ Work DebugModel::do_gather(const Gathering& g, Completion how) {
 
 Work DebugModel::do_distribute(const Distribution& d, Completion how) {
   return traced(fingerprint_of(d), d.group, how, [&](Completion c) { return inner_->do_distribute(d, c); });
+}
+
+Work DebugModel::do_point_to_point(const PointToPoint& p, Completion how) {
+  // Two ranks take part: numbered per pair, never checked by the group (the others do not call it).
+  const int a = std::min(rank(), p.peer);
+  const int b = std::max(rank(), p.peer);
+  return traced(fingerprint_of(p, rank()), fmt::format("p2p {}<->{}", a, b), std::vector<int>{a, b}, nullptr, how,
+                [&](Completion c) { return inner_->do_point_to_point(p, c); });
 }
 
 Work DebugModel::do_barrier(const ProcessGroup& group, Completion how) {

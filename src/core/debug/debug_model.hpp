@@ -45,6 +45,7 @@ class DebugModel final : public ComputationModel {
   Work do_reduce(const Reduction& r, Completion how) override;
   Work do_gather(const Gathering& g, Completion how) override;
   Work do_distribute(const Distribution& d, Completion how) override;
+  Work do_point_to_point(const PointToPoint& p, Completion how) override;
   Work do_barrier(const ProcessGroup& group, Completion how) override;
   void do_monitored_barrier(const ProcessGroup& group, std::chrono::milliseconds timeout, bool wait_all_ranks) override;
 
@@ -52,6 +53,11 @@ class DebugModel final : public ComputationModel {
   // Numbers and records `fp` on `group`, checks it at DETAIL, then runs `run(how)` (the backend's do_*).
   template <class Run>
   Work traced(Fingerprint fp, const ProcessGroup& group, Completion how, Run run);
+  // The same for the operation named `name` among `members` (world ranks); `checked`: the group that
+  // compares fingerprints at DETAIL, null for point-to-point messages.
+  template <class Run>
+  Work traced(Fingerprint fp, const std::string& name, const std::vector<int>& members, const ProcessGroup* checked,
+              Completion how, Run run);
   // DETAIL: the group all-gathers the fingerprints through the backend and compares them.
   void check_same_call(const Fingerprint& fp, const ProcessGroup& group);
 

@@ -54,7 +54,23 @@ Fingerprint fingerprint_of(const Gathering& g) {
   return make(g.op, g.in.dtype, g.counts.empty() ? g.in.count : g.out.count, -1, g.root, g.group);
 }
 
-Fingerprint fingerprint_of(const Distribution& d) { return make(d.op, d.out.dtype, d.out.count, -1, d.root, d.group); }
+Fingerprint fingerprint_of(const Distribution& d) {
+  // all_to_all_v: each rank receives its own total; only the element type is common to the group.
+  return make(d.op, d.out.dtype, d.op == OpType::AllToAllV ? 0 : d.out.count, -1, d.root, d.group);
+}
+
+Fingerprint fingerprint_of(const PointToPoint& p, int rank) {
+  Fingerprint f = make(p.op, p.data.dtype, p.data.count, -1, -1, p.group);
+  const int sender = p.op == OpType::Send ? rank : p.peer;
+  const int receiver = p.op == OpType::Send ? p.peer : rank;
+  f.root = sender;
+  // Its own sequence numbers per pair (not the world's, which the other ranks do not advance); the
+  // high bit keeps it apart from a group's hash.
+  const std::uint64_t lo = std::uint64_t(std::min(sender, receiver));
+  const std::uint64_t hi = std::uint64_t(std::max(sender, receiver));
+  f.group_hash = std::int64_t(((lo << 32 | hi) * 0x9E3779B97F4A7C15ull) | (std::uint64_t(1) << 63));
+  return f;
+}
 
 Fingerprint barrier_fingerprint(const ProcessGroup& group) {
   Fingerprint f = make(OpType::Barrier, DType::UInt8, 0, -1, -1, group);

@@ -43,6 +43,9 @@ Fingerprint fingerprint_of(const Reduction& r);
 Fingerprint fingerprint_of(const Gathering& g);
 /// The fingerprint of a distribution.
 Fingerprint fingerprint_of(const Distribution& d);
+/// The fingerprint of a point-to-point message issued by world rank `rank`: root is the sender, the
+/// group hash names the pair.
+Fingerprint fingerprint_of(const PointToPoint& p, int rank);
 /// The fingerprint of a barrier of `group`.
 Fingerprint barrier_fingerprint(const ProcessGroup& group);
 

@@ -1,0 +1,28 @@
+// MPIModel: send and recv on the backend's own duplicate of the world communicator.
+#include <fmt/format.h>
+
+#include "idist/error.hpp"
+#include "mpi/mpi_model.hpp"
+
+namespace idist::mpi_backend {
+
+Work MPIModel::do_point_to_point(const PointToPoint& p, Completion how) {
+  health_->check(to_string(p.op), rank());
+  if (p.tag > tag_ub_)
+    throw ValueError(
+        fmt::format("{}: tag should be at most {} (MPI_TAG_UB), but given {}", to_string(p.op), tag_ub_, p.tag));
+  check_int_counts(p.op, {p.data.count});
+  const MPI_Datatype type = types_.datatype(p.data.dtype);
+  const int n = int(p.data.count);
+  const MPI_Comm comm = p2p_comm_;
+  if (p.op == OpType::Send)
+    return run_op(
+        p.op, p.group, how, "MPI_Send", [&] { return MPI_Send(p.data.data, n, type, p.peer, p.tag, comm); },
+        "MPI_Isend", [&](MPI_Request* q) { return MPI_Isend(p.data.data, n, type, p.peer, p.tag, comm, q); });
+  return run_op(
+      p.op, p.group, how, "MPI_Recv",
+      [&] { return MPI_Recv(p.data.data, n, type, p.peer, p.tag, comm, MPI_STATUS_IGNORE); }, "MPI_Irecv",
+      [&](MPI_Request* q) { return MPI_Irecv(p.data.data, n, type, p.peer, p.tag, comm, q); });
+}
+
+}  // namespace idist::mpi_backend
