@@ -42,6 +42,9 @@ bound_batches=${BOUND_BATCHES:-16 512 2048}
 # Enough untimed steps for auto_model to finish tuning its bucket cap (at most 31 backwards); a
 # --warmup among the arguments replaces it.
 bound_warmup=${BOUND_WARMUP:-40}
+# The bound needs no_sync, auto_model and auto_model+fp16; fixed caps (auto_model:<MiB>) may be added to
+# compare the tuned cap with them.
+bound_configs=${BOUND_CONFIGS:-no_sync,auto_model,auto_model+fp16}
 
 # run_backends DIR CONFIGS MODELS ARGS...: the benchmark on the cluster that is up, for each backend.
 run_backends() {
@@ -102,7 +105,7 @@ if [ "$bound" = 1 ]; then
     *) bound_args+=(--warmup "$bound_warmup") ;;
   esac
   for batch in $bound_batches; do
-    run_backends "$out/bound_$bound_rate/batch$batch" no_sync,auto_model,auto_model+fp16 mlp32x512 \
+    run_backends "$out/bound_$bound_rate/batch$batch" "$bound_configs" mlp32x512 \
       --batch "$batch" "${bound_args[@]}"
   done
   "$cluster" down
