@@ -300,6 +300,19 @@ TEST_P(C10dStoreFakeV2, Protocol1OverrideFailsHarmlessly) {
   EXPECT_EQ(text(client(server)->get("keep")), "1");
 }
 
+// A store timeout shorter than the detection's two rounds: once the server has accepted the
+// connection, detection still gets the time it needs (torch 2.11's libuv server, seen on the GPU
+// machine with a 0.5 s store timeout: the first round used the whole timeout).
+TEST_P(C10dStoreFakeV2, DetectsTheProtocolUnderAShortStoreTimeout) {
+  REQUIRE_TORCH();
+  PythonStore server({"--fake", GetParam()});
+  auto store = client(server, 500ms);
+  EXPECT_EQ(store->version(), Version::V2);
+  const auto start = Clock::now();
+  EXPECT_THROW(store->get("never"), idist::TimeoutError);  // operations keep the store's timeout
+  EXPECT_LT(idist::test::seconds_since(start), idist::test::scaled(3.0));
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, C10dStoreFakeV2, testing::Values("v2-threaded", "v2-libuv"));
 
 }  // namespace

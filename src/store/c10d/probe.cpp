@@ -36,6 +36,9 @@ Probed probe_version(const Connector& connect, Clock::time_point deadline, const
     const auto round_end = std::min(deadline, Clock::now() + bound);
     IoStatus status{};
     if (auto conn = ask(connect, Version::V1, round_end, deadline, status)) return {Version::V1, std::move(conn)};
+    // A server accepted the connection: the detection may take the one round both protocols need even
+    // when the caller's timeout is shorter (a silent libuv server uses up the first half).
+    deadline = std::max(deadline, start + kMinDetection);
     if (status == IoStatus::Closed) {
       // Only version 2's threaded backend closes on version 1's GETNUMKEYS: use the whole deadline.
       if (auto conn = ask(connect, Version::V2, deadline, deadline, status)) return {Version::V2, std::move(conn)};

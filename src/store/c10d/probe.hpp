@@ -32,6 +32,9 @@ namespace idist::store::c10d {
 /// later by default) costs one bound per C10dStore (IDIST_C10D_STORE_PROTOCOL=2 saves it), while a
 /// version-1 server meets step 2's stall only when it took longer than the bound to answer step 1.
 inline constexpr std::chrono::milliseconds kFirstProbeBound{500};
+/// The least time detection gets once a server has accepted the connection, whatever the store's
+/// timeout: one round of both protocols, with room for the second connection.
+inline constexpr std::chrono::milliseconds kMinDetection = 2 * kFirstProbeBound + std::chrono::milliseconds(500);
 
 /// A version and the open connection that proved it (version 2: already validated).
 struct Probed {
@@ -47,7 +50,8 @@ using Connector = std::function<std::unique_ptr<Connection>(Clock::time_point de
 /// without harm instead of sending requests the server would misread.
 IoStatus hello(Connection& conn, Version version, Clock::time_point bound);
 
-/// Runs the rounds above until `deadline`. `where` names the store in messages.
+/// Runs the rounds above until `deadline`, extended to kMinDetection after a server has accepted.
+/// `where` names the store in messages.
 /// @throws TimeoutError when no round decided; what `connect` throws.
 Probed probe_version(const Connector& connect, Clock::time_point deadline, const std::string& where);
 
