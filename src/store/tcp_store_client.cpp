@@ -8,6 +8,7 @@
 #include <asio.hpp>
 
 #include "idist/error.hpp"
+#include "store/asio_deadline.hpp"
 
 namespace idist::store::detail {
 
@@ -35,18 +36,9 @@ struct ClientImpl {
     connected = false;
   }
 
-  // Runs the pending operation until `done` or `deadline`. On the deadline, `cancel` aborts it and its
-  // handler is drained so that nothing refers to the caller's stack afterwards. True when done.
   template <class Cancel>
   bool run_until(const bool& done, Clock::time_point deadline, Cancel cancel) {
-    io.restart();
-    while (!done && io.run_one_until(deadline) > 0) {
-    }
-    if (done) return true;
-    cancel();
-    io.restart();
-    io.run();
-    return false;
+    return asio_deadline::run_until(io, done, deadline, cancel);
   }
 
   // Connects, retrying until `deadline` with a growing pause (10 ms .. 200 ms) between attempts.
@@ -55,39 +47,18 @@ struct ClientImpl {
     auto pause = std::chrono::milliseconds(10);
     for (;;) {
       if (Clock::now() >= deadline) break;
-      bool done = false;
-      std::error_code ec;
-      tcp::resolver::results_type endpoints;
-      tcp::resolver resolver(io);
-      resolver.async_resolve(host, std::to_string(port), [&](std::error_code e, tcp::resolver::results_type r) {
-        ec = e;
-        endpoints = std::move(r);
-        done = true;
-      });
-      if (!run_until(done, deadline, [&] { resolver.cancel(); })) {
-        last_error = "resolving the host name did not finish";
+      const auto r = asio_deadline::connect_once(io, socket, host, port, deadline);
+      if (r.timed_out) {
+        last_error = r.unfinished;
         break;
       }
-      if (!ec) {
-        done = false;
-        asio::async_connect(socket, endpoints, [&](std::error_code e, const tcp::endpoint&) {
-          ec = e;
-          done = true;
-        });
-        if (!run_until(done, deadline, [&] { drop(); })) {
-          last_error = "the connection attempt did not finish";
-          break;
-        }
-        if (!ec) {
-          std::error_code ignored;
-          socket.set_option(tcp::no_delay(true), ignored);
-          connected = true;
-          hello(deadline, start);
-          return;
-        }
-        drop();
+      if (!r.error) {
+        connected = true;
+        hello(deadline, start);
+        return;
       }
-      last_error = ec.message();
+      drop();
+      last_error = r.error.message();
       const auto now = Clock::now();
       if (now + pause >= deadline) {
         std::this_thread::sleep_until(deadline);

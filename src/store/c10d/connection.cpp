@@ -2,6 +2,8 @@
 
 #include <asio.hpp>
 
+#include "store/asio_deadline.hpp"
+
 namespace idist::store::c10d {
 
 using asio::ip::tcp;
@@ -12,18 +14,9 @@ struct Connection::Impl {
   bool open = false;
   std::string error;
 
-  // Runs the pending asynchronous operation until `done` or `deadline`; past the deadline, `cancel`
-  // aborts it and its handler is drained so that nothing refers to the caller's frame afterwards.
   template <class Cancel>
   bool run_until(const bool& done, Clock::time_point deadline, Cancel cancel) {
-    io.restart();
-    while (!done && io.run_one_until(deadline) > 0) {
-    }
-    if (done) return true;
-    cancel();
-    io.restart();
-    io.run();
-    return false;
+    return asio_deadline::run_until(io, done, deadline, cancel);
   }
 
   void drop() {
@@ -59,27 +52,9 @@ IoStatus Connection::connect(const std::string& host, int port, Clock::time_poin
   auto& d = *impl_;
   d.drop();
   d.error.clear();
-  bool done = false;
-  std::error_code ec;
-  tcp::resolver resolver(d.io);
-  tcp::resolver::results_type endpoints;
-  resolver.async_resolve(host, std::to_string(port), [&](std::error_code e, tcp::resolver::results_type r) {
-    ec = e;
-    endpoints = std::move(r);
-    done = true;
-  });
-  if (!d.run_until(done, deadline, [&] { resolver.cancel(); }))
-    return d.timed_out("resolving the host name did not finish");
-  if (ec) return d.fail(ec);
-  done = false;
-  asio::async_connect(d.socket, endpoints, [&](std::error_code e, const tcp::endpoint&) {
-    ec = e;
-    done = true;
-  });
-  if (!d.run_until(done, deadline, [&] { d.drop(); })) return d.timed_out("the connection attempt did not finish");
-  if (ec) return d.fail(ec);
-  std::error_code ignored;
-  d.socket.set_option(tcp::no_delay(true), ignored);
+  const auto r = asio_deadline::connect_once(d.io, d.socket, host, port, deadline);
+  if (r.timed_out) return d.timed_out(r.unfinished);
+  if (r.error) return d.fail(r.error);
   d.open = true;
   return IoStatus::Ok;
 }
