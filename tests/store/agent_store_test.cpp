@@ -30,20 +30,6 @@ using idist::test::to_hex;
 using idist::test::wait_worker;
 namespace rdv = idist::rendezvous;
 
-bool in_ci() {
-  const char* ci = std::getenv("CI");
-  return ci && std::string(ci) == "true";
-}
-
-#define REQUIRE_TORCH()                                                                                     \
-  do {                                                                                                      \
-    static const bool have = idist::test::have_torch();                                                     \
-    if (!have) {                                                                                            \
-      if (in_ci()) FAIL() << idist::test::torch_python() << " cannot import torch (install python3-torch)"; \
-      GTEST_SKIP() << idist::test::torch_python() << " cannot import torch (install python3-torch)";        \
-    }                                                                                                       \
-  } while (0)
-
 constexpr const char* kPrefix = "/worker/attempt_0/idist/init_0";
 
 std::shared_ptr<idist::store::Store> agent(int port, std::chrono::milliseconds timeout = 20s) {
@@ -77,7 +63,7 @@ pid_t join_worker(int port, int rank, int world, std::chrono::milliseconds timeo
 }
 
 TEST(AgentJoin, EveryRankJoins) {
-  REQUIRE_TORCH();
+  IDIST_REQUIRE_TORCH();
   PythonStore server;
   std::vector<pid_t> pids;
   for (int r = 0; r < 3; ++r) pids.push_back(join_worker(server.port(), r, 3, 20s));
@@ -87,7 +73,7 @@ TEST(AgentJoin, EveryRankJoins) {
 }
 
 TEST(AgentJoin, ARankClaimedTwiceFailsFast) {
-  REQUIRE_TORCH();
+  IDIST_REQUIRE_TORCH();
   PythonStore server;
   std::vector<pid_t> pids;
   for (int r : {0, 1, 1}) pids.push_back(join_worker(server.port(), r, 2, 20s));
@@ -101,7 +87,7 @@ TEST(AgentJoin, ARankClaimedTwiceFailsFast) {
 }
 
 TEST(AgentJoin, AMissingRankIsNamedAfterTheTimeout) {
-  REQUIRE_TORCH();
+  IDIST_REQUIRE_TORCH();
   PythonStore server;
   const auto start = std::chrono::steady_clock::now();
   std::vector<pid_t> pids;
@@ -130,7 +116,7 @@ rdv::Environ torchrun_env(int rank, int world, int port, int restart) {
 }
 
 TEST(AgentStoreRendezvous, OpenStoreUsesTheAgentsStoreUnderTheAttemptPrefix) {
-  REQUIRE_TORCH();
+  IDIST_REQUIRE_TORCH();
   PythonStore server;
   constexpr int kWorld = 2;
   const int port = server.port();
@@ -168,7 +154,7 @@ TEST(AgentStoreRendezvous, OpenStoreUsesTheAgentsStoreUnderTheAttemptPrefix) {
 // A restarted world (attempt 1) finds none of attempt 0's keys, even where attempt 0 left a complete
 // join behind.
 TEST(AgentStoreRendezvous, ARestartedWorldStartsFromFreshKeys) {
-  REQUIRE_TORCH();
+  IDIST_REQUIRE_TORCH();
   PythonStore server;
   // Attempt 0 completed its join; then one worker died.
   EXPECT_EQ(server.command(fmt::format("pset /worker/attempt_0/idist/init_0 join/verdict {}", to_hex("ok"))), "OK");

@@ -30,21 +30,6 @@ using Clock = std::chrono::steady_clock;
 
 std::vector<char> bytes(std::string_view s) { return {s.begin(), s.end()}; }
 std::string text(const std::vector<char>& v) { return {v.begin(), v.end()}; }
-bool in_ci() {
-  const char* ci = std::getenv("CI");
-  return ci && std::string(ci) == "true";
-}
-
-// Tests on torch's server need python3 with torch: skipped without it, failed in CI.
-#define REQUIRE_TORCH()                                                                                     \
-  do {                                                                                                      \
-    static const bool have = idist::test::have_torch();                                                     \
-    if (!have) {                                                                                            \
-      if (in_ci()) FAIL() << idist::test::torch_python() << " cannot import torch (install python3-torch)"; \
-      GTEST_SKIP() << idist::test::torch_python() << " cannot import torch (install python3-torch)";        \
-    }                                                                                                       \
-  } while (0)
-
 std::unique_ptr<C10dStore> client(const PythonStore& server, std::chrono::milliseconds timeout = 10s) {
   return std::make_unique<C10dStore>("127.0.0.1", server.port(), timeout, C10dStoreOptions{"test store", {}});
 }
@@ -52,7 +37,7 @@ std::unique_ptr<C10dStore> client(const PythonStore& server, std::chrono::millis
 // ---- torch's own server (protocol 1 with torch 1.x and 2.0; 2 with torch 2.1 and later) ----
 
 TEST(C10dStoreTorch, DetectsTheProtocolOfTorchsServer) {
-  REQUIRE_TORCH();
+  IDIST_REQUIRE_TORCH();
   PythonStore server;
   auto store = client(server);
   // torch 1.x and 2.0 speak protocol 1, 2.1 and later protocol 2.
@@ -65,7 +50,7 @@ TEST(C10dStoreTorch, DetectsTheProtocolOfTorchsServer) {
 }
 
 TEST(C10dStoreTorch, SetGetAddCheck) {
-  REQUIRE_TORCH();
+  IDIST_REQUIRE_TORCH();
   PythonStore server;
   auto store = client(server);
   store->set("a", bytes("hello"));
@@ -87,7 +72,7 @@ TEST(C10dStoreTorch, SetGetAddCheck) {
 }
 
 TEST(C10dStoreTorch, PythonReadsWhatIdistWrote) {
-  REQUIRE_TORCH();
+  IDIST_REQUIRE_TORCH();
   PythonStore server;
   auto store = client(server);
   store->set("from_idist", bytes("value 1"));
@@ -98,7 +83,7 @@ TEST(C10dStoreTorch, PythonReadsWhatIdistWrote) {
 }
 
 TEST(C10dStoreTorch, IdistReadsWhatPythonWrote) {
-  REQUIRE_TORCH();
+  IDIST_REQUIRE_TORCH();
   PythonStore server;
   auto store = client(server);
   server.set("from_python", "value 2");
@@ -109,7 +94,7 @@ TEST(C10dStoreTorch, IdistReadsWhatPythonWrote) {
 // idist's PrefixStore over the agent store reads and writes the keys of torch's PrefixStore: the
 // "/worker/attempt_<n>" prefix of torchrun's workers.
 TEST(C10dStoreTorch, PrefixStoreMatchesTorchsPrefixStore) {
-  REQUIRE_TORCH();
+  IDIST_REQUIRE_TORCH();
   PythonStore server;
   auto prefixed = std::make_shared<idist::store::PrefixStore>("/worker/attempt_0", std::shared_ptr(client(server)));
   prefixed->set_string("x", "in attempt 0");
@@ -120,7 +105,7 @@ TEST(C10dStoreTorch, PrefixStoreMatchesTorchsPrefixStore) {
 }
 
 TEST(C10dStoreTorch, WaitReturnsWhenAnotherClientSets) {
-  REQUIRE_TORCH();
+  IDIST_REQUIRE_TORCH();
   PythonStore server;
   auto store = client(server);
   std::thread later([&] {
@@ -135,7 +120,7 @@ TEST(C10dStoreTorch, WaitReturnsWhenAnotherClientSets) {
 }
 
 TEST(C10dStoreTorch, WaitTimesOutNamingTheMissingKeysAndRecovers) {
-  REQUIRE_TORCH();
+  IDIST_REQUIRE_TORCH();
   PythonStore server;
   auto store = client(server);
   store->set("here", bytes("1"));
@@ -161,7 +146,7 @@ TEST(C10dStoreTorch, WaitTimesOutNamingTheMissingKeysAndRecovers) {
 }
 
 TEST(C10dStoreTorch, GetTimesOutAfterTheStoreTimeout) {
-  REQUIRE_TORCH();
+  IDIST_REQUIRE_TORCH();
   PythonStore server;
   auto store = client(server, 500ms);
   const auto start = Clock::now();
@@ -176,7 +161,7 @@ TEST(C10dStoreTorch, GetTimesOutAfterTheStoreTimeout) {
 }
 
 TEST(C10dStoreTorch, WaitWithZeroTimeoutPolls) {
-  REQUIRE_TORCH();
+  IDIST_REQUIRE_TORCH();
   PythonStore server;
   auto store = client(server);
   store->set("k", bytes("v"));
@@ -186,7 +171,7 @@ TEST(C10dStoreTorch, WaitWithZeroTimeoutPolls) {
 }
 
 TEST(C10dStoreTorch, AddOnANonIntegerIsAValueError) {
-  REQUIRE_TORCH();
+  IDIST_REQUIRE_TORCH();
   PythonStore server;
   auto store = client(server);
   server.set("word", "abc");
@@ -200,7 +185,7 @@ TEST(C10dStoreTorch, AddOnANonIntegerIsAValueError) {
 }
 
 TEST(C10dStoreTorch, BadArguments) {
-  REQUIRE_TORCH();
+  IDIST_REQUIRE_TORCH();
   PythonStore server;
   auto store = client(server);
   EXPECT_THROW(store->set("", bytes("x")), idist::ValueError);
@@ -212,7 +197,7 @@ TEST(C10dStoreTorch, BadArguments) {
 }
 
 TEST(C10dStoreTorch, ServerGoneIsAnErrorNotAHang) {
-  REQUIRE_TORCH();
+  IDIST_REQUIRE_TORCH();
   PythonStore server;
   auto store = client(server, 2s);
   store->set("a", bytes("1"));
@@ -224,7 +209,7 @@ TEST(C10dStoreTorch, ServerGoneIsAnErrorNotAHang) {
 }
 
 TEST(C10dStoreTorch, OverrideOfTheRightVersionSkipsTheProbe) {
-  REQUIRE_TORCH();
+  IDIST_REQUIRE_TORCH();
   PythonStore server;
   const auto detected = client(server)->version();
   idist::test::ScopedEnv env;
@@ -237,7 +222,7 @@ TEST(C10dStoreTorch, OverrideOfTheRightVersionSkipsTheProbe) {
 
 // A wrong IDIST_C10D_STORE_PROTOCOL fails within the timeout and leaves the server and its keys intact.
 TEST(C10dStoreTorch, OverrideOfTheWrongVersionFailsHarmlessly) {
-  REQUIRE_TORCH();
+  IDIST_REQUIRE_TORCH();
   PythonStore server;
   server.set("keep", "1");
   const auto detected = client(server)->version();
@@ -273,7 +258,7 @@ TEST(C10dStore, ConnectTimesOutWithoutAServer) {
 class C10dStoreFakeV2 : public testing::TestWithParam<std::string> {};
 
 TEST_P(C10dStoreFakeV2, DetectsProtocol2AndWorks) {
-  REQUIRE_TORCH();  // the script itself does not need torch in this mode, but shares its python
+  IDIST_REQUIRE_TORCH();  // the script itself does not need torch in this mode, but shares its python
   PythonStore server({"--fake", GetParam()});
   const auto start = Clock::now();
   auto store = client(server);
@@ -293,7 +278,7 @@ TEST_P(C10dStoreFakeV2, DetectsProtocol2AndWorks) {
 }
 
 TEST_P(C10dStoreFakeV2, Protocol1OverrideFailsHarmlessly) {
-  REQUIRE_TORCH();
+  IDIST_REQUIRE_TORCH();
   PythonStore server({"--fake", GetParam()});
   server.set("keep", "1");
   EXPECT_THROW(C10dStore("127.0.0.1", server.port(), 1s, C10dStoreOptions{"wrong", Version::V1}), idist::Error);
@@ -304,7 +289,7 @@ TEST_P(C10dStoreFakeV2, Protocol1OverrideFailsHarmlessly) {
 // connection, detection still gets the time it needs (torch 2.11's libuv server, seen on the GPU
 // machine with a 0.5 s store timeout: the first round used the whole timeout).
 TEST_P(C10dStoreFakeV2, DetectsTheProtocolUnderAShortStoreTimeout) {
-  REQUIRE_TORCH();
+  IDIST_REQUIRE_TORCH();
   PythonStore server({"--fake", GetParam()});
   auto store = client(server, 500ms);
   EXPECT_EQ(store->version(), Version::V2);

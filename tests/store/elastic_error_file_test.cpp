@@ -40,11 +40,6 @@ std::string read(const fs::path& p) {
   return ss.str();
 }
 
-bool in_ci() {
-  const char* ci = std::getenv("CI");
-  return ci && std::string(ci) == "true";
-}
-
 TEST(ElasticErrorFile, NothingOutsideTorchrun) {
   idist::test::ScopedEnv env;
   ::unsetenv("TORCHELASTIC_ERROR_FILE");
@@ -76,10 +71,7 @@ TEST(ElasticErrorFile, WritesTorchsJson) {
 }
 
 TEST(ElasticErrorFile, TorchsProcessFailureParsesIt) {
-  if (!idist::test::have_torch()) {
-    if (in_ci()) FAIL() << idist::test::torch_python() << " cannot import torch";
-    GTEST_SKIP() << idist::test::torch_python() << " cannot import torch";
-  }
+  IDIST_REQUIRE_TORCH();
   TempDir dir;
   const auto file = dir.path / "error.json";
   idist::test::ScopedEnv env;

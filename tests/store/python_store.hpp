@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "support/ci.hpp"
+
 namespace idist::test {
 
 /// The python3 that has torch ("/usr/bin/python3" on Debian with python3-torch).
@@ -50,3 +52,11 @@ std::string to_hex(const std::string& text);
 std::string from_hex(const std::string& hex);
 
 }  // namespace idist::test
+
+/// In a TEST body: the test needs torch_python() with torch; without it, skipped (failed under CI).
+#define IDIST_REQUIRE_TORCH()                                                                                    \
+  do {                                                                                                           \
+    static const bool have = ::idist::test::have_torch();                                                        \
+    if (!have)                                                                                                   \
+      IDIST_SKIP_OR_FAIL_IN_CI(::idist::test::torch_python() << " cannot import torch (install python3-torch)"); \
+  } while (0)
