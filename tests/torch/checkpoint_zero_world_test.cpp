@@ -11,8 +11,14 @@
 #include <vector>
 
 #include "idist/idist.hpp"
+#include "zero_test_support.hpp"
 
 namespace {
+
+using idist::test::zero::adam;
+using idist::test::zero::make_mlp;
+using idist::test::zero::max_diff;
+using idist::test::zero::Mlp;
 
 constexpr int kSteps = 12;           // the whole run
 constexpr int kSaved = 6;            // steps done when the checkpoint is written
@@ -22,27 +28,6 @@ constexpr double kTolerance = 1e-9;  // float64; a resume without the Adam state
 std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
-}
-
-// Parameters of uneven sizes (60, 10, 100, 10, 30, 3): unequal shards at 2 and 3 ranks.
-struct Mlp : torch::nn::Module {
-  Mlp() {
-    a = register_module("a", torch::nn::Linear(6, 10));
-    b = register_module("b", torch::nn::Linear(10, 10));
-    c = register_module("c", torch::nn::Linear(10, 3));
-    to(torch::kFloat64);
-  }
-  torch::Tensor forward(const torch::Tensor& x) { return c(torch::tanh(b(torch::tanh(a(x))))); }
-  torch::nn::Linear a{nullptr}, b{nullptr}, c{nullptr};
-};
-
-std::shared_ptr<Mlp> make_mlp(int seed) {
-  torch::manual_seed(seed);
-  return std::make_shared<Mlp>();
-}
-
-std::unique_ptr<torch::optim::Optimizer> adam(std::vector<torch::Tensor> params) {
-  return std::make_unique<torch::optim::Adam>(std::move(params), torch::optim::AdamOptions(1e-2));
 }
 
 struct Data {
@@ -68,13 +53,6 @@ std::shared_ptr<Mlp> reference(const Data& d, int steps) {
   auto opt = adam(model->parameters());
   for (int s = 0; s < steps; ++s) step(*model, *opt, d, s, /*whole=*/true);
   return model;
-}
-
-double max_diff(const torch::nn::Module& x, const torch::nn::Module& y) {
-  double m = 0;
-  const auto p = x.parameters(), q = y.parameters();
-  for (std::size_t i = 0; i < p.size(); ++i) m = std::max(m, (p[i] - q[i]).abs().max().item<double>());
-  return m;
 }
 
 // The checkpoint written by rank 0 ("first") or by the last rank ("last"), in its own directory.

@@ -15,8 +15,11 @@
 #include <vector>
 
 #include "idist/idist.hpp"
+#include "zero_test_support.hpp"
 
 namespace {
+
+using idist::test::zero::max_diff;
 
 int ws() { return idist::get_world_size(); }
 int rank() { return idist::get_rank(); }
@@ -55,15 +58,6 @@ Factory sgd_factory() {
   return [](std::vector<torch::Tensor> shard) -> std::unique_ptr<torch::optim::Optimizer> {
     return std::make_unique<torch::optim::SGD>(shard, torch::optim::SGDOptions(0.05).momentum(0.9));
   };
-}
-
-// Largest |a - b| over the parameters of two models of the same type.
-double max_diff(const torch::nn::Module& x, const torch::nn::Module& y) {
-  double d = 0;
-  const auto p = x.parameters();
-  const auto q = y.parameters();
-  for (std::size_t i = 0; i < p.size(); ++i) d = std::max(d, (p[i] - q[i]).abs().max().item<double>());
-  return d;
 }
 
 // True on every rank when every rank's parameters are bitwise equal to rank 0's.
