@@ -22,17 +22,9 @@ scenario=${1:?usage: torchrun_elastic.sh static|kill|partition|worker|rejoin}
 example="$IDIST_BUILD_DIR/examples/fashion_mnist/fashion_mnist"
 torchrun=${IDIST_TEST_TORCHRUN:-/usr/bin/torchrun}
 
-missing() {
-  if [ "${CI:-}" = true ]; then
-    echo "FAILED: $1 (under CI=true a cluster test cannot be skipped)"
-    exit 1
-  fi
-  echo "SKIPPED: $1"
-  exit 77
-}
-[ -x "$example" ] || missing "the example is not built (LibTorch layer off)"
-[ -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || missing "dataset-fashion-mnist is not installed"
-[ -x "$torchrun" ] || missing "$torchrun is missing (install python3-torch: scripts/install-deps.sh)"
+[ -x "$example" ] || skip_test "the example is not built (LibTorch layer off)"
+[ -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || skip_test "dataset-fashion-mnist is not installed"
+[ -x "$torchrun" ] || skip_test "$torchrun is missing (install python3-torch: scripts/install-deps.sh)"
 
 # 400 steps per epoch (global batch 64), a checkpoint every 50 steps (7 mid-epoch ones per epoch), 2 epochs.
 readonly train_args=(--backend gloo --limit 25600 --epochs 2 --checkpoint-every-steps 50 --auto-resume
