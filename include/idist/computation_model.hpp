@@ -155,6 +155,15 @@ class ComputationModel {
   ///         applied to the dtype, or a buffer lives where the backend cannot read it.
   Work reduce_scatter(ConstBuffer in, Buffer out, ReduceOp op, const Group& group = {},
                       Completion how = Completion::Async);
+  /// reduce_scatter with blocks whose lengths differ: `in` holds the blocks back to back, counts[i]
+  /// elements for group rank i; `out` (counts[group rank] elements) receives the reduction of this
+  /// rank's block (MPI_Reduce_scatter; what ZeroRedundancyOptimizer's gradient hook reduces with).
+  /// `counts` is the same on every rank.
+  /// @throws ValueError when counts has not one entry per group rank, in.count != sum(counts),
+  ///         out.count != counts[group rank], the dtypes differ, `op` cannot be applied to the dtype,
+  ///         or a buffer lives where the backend cannot read it.
+  Work reduce_scatter_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, ReduceOp op,
+                        const Group& group = {}, Completion how = Completion::Async);
   /// Block j of `in` (group size blocks of in.count / group size elements) goes to group rank j;
   /// block i of `out` (same count as `in`) comes from group rank i (torch.distributed.all_to_all_single).
   /// @throws ValueError when the dtypes differ, out.count != in.count, in.count is not a multiple of
@@ -222,7 +231,7 @@ class ComputationModel {
 
   // What each backend implements: the operations of one family, checked, on a group of which this rank
   // is a member, completed as `how` says. Every default throws unsupported().
-  /// A reduction (Reduction::op: AllReduce, Reduce, ReduceScatter).
+  /// A reduction (Reduction::op: AllReduce, Reduce, ReduceScatter, ReduceScatterV).
   virtual Work do_reduce(const Reduction& r, Completion how);
   /// A gathering (Gathering::op: AllGather, AllGatherV, Gather).
   virtual Work do_gather(const Gathering& g, Completion how);

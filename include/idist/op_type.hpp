@@ -28,20 +28,21 @@ enum class OpType : std::uint8_t {
   AllToAllV,         ///< all_to_all of blocks whose sizes differ
   Send,              ///< point-to-point send
   Recv,              ///< point-to-point receive
+  ReduceScatterV,    ///< reduce_scatter whose blocks differ in length by rank
 };
 
 /// Number of OpType values.
-inline constexpr std::size_t kOpTypeCount = 14;
+inline constexpr std::size_t kOpTypeCount = 15;
 
 /// The name of `op` as idist's functions spell it: "all_reduce", "all_gather", "all_gather_v",
 /// "broadcast", "barrier", "monitored_barrier", "reduce", "gather", "scatter", "reduce_scatter",
-/// "all_to_all", "all_to_all_v", "send", "recv"; "unknown operation" for a value outside the enum.
+/// "all_to_all", "all_to_all_v", "send", "recv", "reduce_scatter_v"; "unknown operation" for a value outside the enum.
 /// The view is of a string literal, so its data() is null-terminated.
 constexpr std::string_view to_string(OpType op) noexcept {
   constexpr std::array<std::string_view, kOpTypeCount> names = {
       "all_reduce",        "all_gather",   "all_gather_v", "broadcast", "barrier",
       "monitored_barrier", "reduce",       "gather",       "scatter",   "reduce_scatter",
-      "all_to_all",        "all_to_all_v", "send",         "recv"};
+      "all_to_all",        "all_to_all_v", "send",         "recv",      "reduce_scatter_v"};
   const auto i = static_cast<std::size_t>(op);
   return i < names.size() ? names[i] : std::string_view("unknown operation");
 }

@@ -17,9 +17,10 @@ namespace idist {
 /// Data reduced with an operator. AllReduce: `in` and `out` are the same buffer (in place). Reduce:
 /// `in` and `out` are the same buffer, which receives the result on `root` and is left unchanged on the
 /// others. ReduceScatter: `in` holds group size blocks of out.count elements; `out` receives the
-/// reduction of block group.rank().
+/// reduction of block group.rank(). ReduceScatterV: as ReduceScatter with blocks of counts[i] elements,
+/// back to back.
 struct Reduction {
-  /// AllReduce, Reduce or ReduceScatter.
+  /// AllReduce, Reduce, ReduceScatter or ReduceScatterV.
   OpType op;
   /// What this rank contributes.
   ConstBuffer in;
@@ -31,6 +32,9 @@ struct Reduction {
   int root;
   /// The group, of which this rank is a member.
   const ProcessGroup& group;
+  /// ReduceScatterV: the length of each group rank's block (in.count == sum(counts), out.count ==
+  /// counts[group.rank()], checked); empty for the other operations.
+  std::span<const std::size_t> counts{};
 };
 
 /// Blocks of every member concatenated in group rank order. AllGather: every rank contributes

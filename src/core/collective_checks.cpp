@@ -45,23 +45,43 @@ void throw_bad_all_gather_args(const ConstBuffer& in, const Buffer& out, std::si
                                to_string(OpType::AllGather), out.count, in.count, group_size, expected));
 }
 
-std::size_t check_all_gather_v_args(const ConstBuffer& in, const Buffer& out, std::span<const std::size_t> counts,
-                                    std::size_t group_size, int my_group_rank) {
-  const std::string_view op = to_string(OpType::AllGather);  // the user called all_gather
-  check_same_dtype(OpType::AllGather, in, out);
+namespace {
+// The checks of a collective whose blocks differ in length by rank: this rank's block (`part`,
+// argument `part_arg`, which this rank `verb`s) has counts[my rank] elements, all of them `whole`.
+std::size_t check_blocks_by_rank(OpType op, const ConstBuffer& part, std::string_view part_arg, std::string_view verb,
+                                 const ConstBuffer& whole, std::string_view whole_arg,
+                                 std::span<const std::size_t> counts, std::size_t group_size, int my_group_rank) {
+  const std::string_view name = to_string(op);
   if (counts.size() != group_size)
-    throw ValueError(fmt::format("{}: counts has {} entries, expected one per rank of the group ({})", op,
+    throw ValueError(fmt::format("{}: counts has {} entries, expected one per rank of the group ({})", name,
                                  counts.size(), group_size));
   if (my_group_rank < 0 || std::size_t(my_group_rank) >= group_size)
     throw ValueError(
-        fmt::format("{}: this rank's position {} is outside the group of {}", op, my_group_rank, group_size));
-  if (counts[std::size_t(my_group_rank)] != in.count)
-    throw ValueError(fmt::format("{}: counts[{}] is {} but this rank contributes in.count = {} elements", op,
-                                 my_group_rank, counts[std::size_t(my_group_rank)], in.count));
+        fmt::format("{}: this rank's position {} is outside the group of {}", name, my_group_rank, group_size));
+  if (counts[std::size_t(my_group_rank)] != part.count)
+    throw ValueError(fmt::format("{}: counts[{}] is {} but this rank {} {}.count = {} elements", name, my_group_rank,
+                                 counts[std::size_t(my_group_rank)], verb, part_arg, part.count));
   const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
-  if (out.count != total)
-    throw ValueError(fmt::format("{}: out has {} elements, expected the sum of counts = {}", op, out.count, total));
+  if (whole.count != total)
+    throw ValueError(
+        fmt::format("{}: {} has {} elements, expected the sum of counts = {}", name, whole_arg, whole.count, total));
   return total;
+}
+}  // namespace
+
+std::size_t check_all_gather_v_args(const ConstBuffer& in, const Buffer& out, std::span<const std::size_t> counts,
+                                    std::size_t group_size, int my_group_rank) {
+  check_same_dtype(OpType::AllGather, in, out);
+  // The user called all_gather.
+  return check_blocks_by_rank(OpType::AllGather, in, "in", "contributes", ConstBuffer(out), "out", counts, group_size,
+                              my_group_rank);
+}
+
+void check_reduce_scatter_v_args(const ConstBuffer& in, const Buffer& out, std::span<const std::size_t> counts,
+                                 std::size_t group_size, int my_group_rank) {
+  check_same_dtype(OpType::ReduceScatterV, in, out);
+  check_blocks_by_rank(OpType::ReduceScatterV, ConstBuffer(out), "out", "receives", in, "in", counts, group_size,
+                       my_group_rank);
 }
 
 int root_in_group(OpType op, int src, const ProcessGroup& group) {

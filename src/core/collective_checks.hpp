@@ -45,6 +45,12 @@ inline void check_all_gather_args(const ConstBuffer& in, const Buffer& out, std:
 std::size_t check_all_gather_v_args(const ConstBuffer& in, const Buffer& out, std::span<const std::size_t> counts,
                                     std::size_t group_size, int my_group_rank);
 
+/// reduce_scatter with lengths by rank: `counts` has one entry per group rank, in holds sum(counts)
+/// elements, out holds counts[my_group_rank], both of one dtype.
+/// @throws ValueError naming the first condition that fails.
+void check_reduce_scatter_v_args(const ConstBuffer& in, const Buffer& out, std::span<const std::size_t> counts,
+                                 std::size_t group_size, int my_group_rank);
+
 /// The position of world rank `src` in `group`: the root within the group's communicator.
 /// @throws ValueError naming `op`, `src` and the group when src is not a member.
 int root_in_group(OpType op, int src, const ProcessGroup& group);

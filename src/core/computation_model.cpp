@@ -172,6 +172,18 @@ Work ComputationModel::reduce_scatter(ConstBuffer in, Buffer out, ReduceOp op, c
   return do_reduce(Reduction{OpType::ReduceScatter, in, out, op, -1, pg}, how);
 }
 
+Work ComputationModel::reduce_scatter_v(ConstBuffer in, Buffer out, std::span<const std::size_t> counts, ReduceOp op,
+                                        const Group& group, Completion how) {
+  check_buffer(OpType::ReduceScatterV, "in", in.device);
+  check_buffer(OpType::ReduceScatterV, "out", out.device);
+  core::check_reduce_op(in.dtype, op, OpType::ReduceScatterV);
+  const ProcessGroup& pg = process_group(group);
+  if (!pg.is_member()) [[unlikely]]
+    return Work{};
+  core::check_reduce_scatter_v_args(in, out, counts, std::size_t(pg.size()), pg.rank());
+  return do_reduce(Reduction{OpType::ReduceScatterV, in, out, op, -1, pg, counts}, how);
+}
+
 Work ComputationModel::all_to_all(ConstBuffer in, Buffer out, const Group& group, Completion how) {
   check_buffer(OpType::AllToAll, "in", in.device);
   check_buffer(OpType::AllToAll, "out", out.device);

@@ -9,9 +9,11 @@
 #include <gloo/reduce_scatter.h>
 #include <gloo/scatter.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <memory>
+#include <numeric>
 #include <vector>
 
 #include "backend_kit/host_reduce.hpp"
@@ -75,6 +77,14 @@ Work GlooModel::reduce_to_root(const Reduction& r, Completion how) {
   });
 }
 
+namespace {
+// Each group rank's block length: out.count for all of them (ReduceScatter), or r.counts (ReduceScatterV).
+std::vector<int> block_counts(const Reduction& r) {
+  if (r.op == OpType::ReduceScatterV) return std::vector<int>(r.counts.begin(), r.counts.end());
+  return std::vector<int>(std::size_t(r.group.size()), int(r.out.count));
+}
+}  // namespace
+
 Work GlooModel::reduce_scatter(const Reduction& r, Completion how) {
   const backend_kit::ReduceFn fn = backend_kit::reduce_function(r.in.dtype, r.reduce_op);
   const ConstBuffer in = r.in;
@@ -85,17 +95,19 @@ Work GlooModel::reduce_scatter(const Reduction& r, Completion how) {
                                    to_string(r.op), rank(), in.count));
   const auto& group = static_cast<const GlooGroup&>(r.group);
   const int n = group.size();
-  if ((n & (n - 1)) != 0) return reduce_scatter_by_allreduce(r, how);
-  return issue(r.group, r.op, how, [=, &group, retained = retained_.get()](gloo::Context& ctx) {
+  std::vector<int> blocks = block_counts(r);
+  // An empty block beyond two ranks left ReduceScatterHalvingDoubling waiting (4 ranks, blocks 3, 0, 7, 9).
+  const bool empty_block = n > 2 && std::find(blocks.begin(), blocks.end(), 0) != blocks.end();
+  if ((n & (n - 1)) != 0 || empty_block) return reduce_scatter_by_allreduce(r, how);
+  return issue(r.group, r.op, how, [=, &group, blocks = std::move(blocks), retained = retained_.get()](gloo::Context& ctx) {
     const std::size_t esize = dtype_size(in.dtype);
     // The algorithm reduces its buffer in place and leaves this rank's block at its start.
-    const auto plan = group.reduce_scatters.get(esize, in.count, out.count, [&](ReduceScatterPlan& p) {
+    const auto plan = group.reduce_scatters.get(esize, in.count, blocks, [&](ReduceScatterPlan& p) {
       with_element_type(esize, [&](auto t) {
         using T = decltype(t);
         static const gloo::ReductionFunction<T> reduce(gloo::SUM, &reduce_with_current<T>);
         p.algorithm = std::make_shared<gloo::ReduceScatterHalvingDoubling<T>>(
-            borrow(ctx), std::vector<T*>{reinterpret_cast<T*>(p.work.data())}, int(in.count),
-            std::vector<int>(std::size_t(n), int(out.count)), &reduce);
+            borrow(ctx), std::vector<T*>{reinterpret_cast<T*>(p.work.data())}, int(in.count), blocks, &reduce);
       });
     });
     std::memcpy(plan->work.data(), in.data, in.bytes());
@@ -115,13 +127,16 @@ Work GlooModel::reduce_scatter(const Reduction& r, Completion how) {
 }
 
 // Gloo's ReduceScatterHalvingDoubling gave wrong sums on 3 ranks (a peer's block counted twice, in
-// the exchange between binary blocks that only groups of other sizes than powers of two have): there
-// the group runs gloo::allreduce (ring) on a copy and keeps its block, twice the traffic but exact.
+// the exchange between binary blocks that only groups of other sizes than powers of two have), and
+// waited forever for an empty block at 4: there the group runs gloo::allreduce (ring) on a copy and
+// keeps its block, twice the traffic but exact.
 Work GlooModel::reduce_scatter_by_allreduce(const Reduction& r, Completion how) {
   const backend_kit::ReduceFn fn = backend_kit::reduce_function(r.in.dtype, r.reduce_op);
   const ConstBuffer in = r.in;
   const Buffer out = r.out;
-  const int position = r.group.rank();
+  const std::vector<int> blocks = block_counts(r);
+  const std::size_t offset =
+      dtype_size(in.dtype) * std::size_t(std::accumulate(blocks.begin(), blocks.begin() + r.group.rank(), 0L));
   const std::uint32_t tag = call_tag(in.dtype, in.count, int(r.reduce_op), -1);
   const auto timeout = this->timeout();
   return issue(r.group, r.op, how, [=, retained = retained_.get()](gloo::Context& ctx) {
@@ -143,7 +158,7 @@ Work GlooModel::reduce_scatter_by_allreduce(const Reduction& r, Completion how) 
       retained->keep(work);
       throw;
     }
-    std::memcpy(out.data, work->data() + std::size_t(position) * out.bytes(), out.bytes());
+    std::memcpy(out.data, work->data() + offset, out.bytes());
   });
 }
 

@@ -161,7 +161,7 @@ std::shared_ptr<core::debug::ProgressBoard> GlooModel::progress_board() { return
 
 Work GlooModel::do_reduce(const Reduction& r, Completion how) {
   if (r.op == OpType::Reduce) return reduce_to_root(r, how);
-  if (r.op == OpType::ReduceScatter) return reduce_scatter(r, how);
+  if (r.op == OpType::ReduceScatter || r.op == OpType::ReduceScatterV) return reduce_scatter(r, how);
   const backend_kit::ReduceFn fn = backend_kit::reduce_function(r.out.dtype, r.reduce_op);
   const Buffer data = r.out;
   if (data.count == 0) return Work{};

@@ -109,8 +109,9 @@ class GlooModel final : public ComputationModel {
   // runs the gloo algorithm on the calling thread when the group's lane is idle
   // (OpLane::run_if_idle), else queues it behind the lane's operations and waits.
   /// AllReduce: gloo::allreduce (ring, or bcube with IDIST_GLOO_ALLREDUCE=bcube); Reduce:
-  /// gloo::reduce; ReduceScatter: gloo::ReduceScatterHalvingDoubling on groups whose size is a power
-  /// of two, else gloo::allreduce (ring) keeping this rank's block (see block_collectives.cpp).
+  /// gloo::reduce; ReduceScatter and ReduceScatterV: gloo::ReduceScatterHalvingDoubling (with the
+  /// blocks' lengths) on groups whose size is a power of two, else gloo::allreduce (ring) keeping this
+  /// rank's block (see block_collectives.cpp).
   Work do_reduce(const Reduction& r, Completion how) override;
   /// AllGather: gloo::allgather; AllGatherV: gloo::allgatherv; Gather: gloo::gather.
   Work do_gather(const Gathering& g, Completion how) override;

@@ -12,11 +12,12 @@
 
 namespace idist::gloo_backend {
 
-/// One reduce-scatter of a group: elements of `element_size` bytes, `count` in all, `block` per rank.
+/// One reduce-scatter of a group: elements of `element_size` bytes, `count` in all, blocks[i] for
+/// group rank i.
 struct ReduceScatterPlan {
   std::size_t element_size = 0;
   std::size_t count = 0;
-  std::size_t block = 0;
+  std::vector<int> blocks;
   std::vector<std::byte> work;                 ///< the buffer the algorithm reduces in place
   std::shared_ptr<gloo::Algorithm> algorithm;  ///< built over `work`
 };
@@ -29,16 +30,17 @@ class ReduceScatterCache {
   /// How many plans a group keeps.
   static constexpr std::size_t kKept = 4;
 
-  /// The plan for (element_size, count, block); `make(plan)` builds the algorithm of a new one (its
+  /// The plan for (element_size, count, blocks); `make(plan)` builds the algorithm of a new one (its
   /// `work` already sized). The oldest plan beyond kKept is dropped.
   template <class Make>
-  std::shared_ptr<ReduceScatterPlan> get(std::size_t element_size, std::size_t count, std::size_t block, Make make) {
+  std::shared_ptr<ReduceScatterPlan> get(std::size_t element_size, std::size_t count, const std::vector<int>& blocks,
+                                         Make make) {
     for (const auto& p : plans_)
-      if (p->element_size == element_size && p->count == count && p->block == block) return p;
+      if (p->element_size == element_size && p->count == count && p->blocks == blocks) return p;
     auto plan = std::make_shared<ReduceScatterPlan>();
     plan->element_size = element_size;
     plan->count = count;
-    plan->block = block;
+    plan->blocks = blocks;
     plan->work.resize(element_size * count);
     make(*plan);
     plans_.push_back(plan);

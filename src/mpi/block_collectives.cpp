@@ -3,6 +3,7 @@
 #include <numeric>
 #include <vector>
 
+#include "mpi/error.hpp"
 #include "mpi/mpi_model.hpp"
 
 namespace idist::mpi_backend {
@@ -32,6 +33,46 @@ Work MPIModel::reduce_scatter(const Reduction& r, MPI_Comm comm, Completion how)
       r.op, r.group, how, "MPI_Reduce_scatter_block",
       [&] { return MPI_Reduce_scatter_block(r.in.data, r.out.data, n, type, op, comm); }, "MPI_Ireduce_scatter_block",
       [&](MPI_Request* q) { return MPI_Ireduce_scatter_block(r.in.data, r.out.data, n, type, op, comm, q); });
+}
+
+Work MPIModel::reduce_scatter_v(const Reduction& r, MPI_Comm comm, Completion how) {
+  check_int_counts(r.op, {r.in.count});
+  const MPI_Datatype type = types_.datatype(r.in.dtype);
+  const MPI_Op op = types_.op(r.in.dtype, r.reduce_op);
+  const std::size_t n = r.counts.size();
+  std::vector<int> counts(n);
+  for (std::size_t i = 0; i < n; ++i) counts[i] = int(r.counts[i]);
+  if (how == Completion::Blocking)
+    return run_op(
+        r.op, r.group, how, "MPI_Reduce_scatter",
+        [&] { return MPI_Reduce_scatter(r.in.data, r.out.data, counts.data(), type, op, comm); },
+        "MPI_Ireduce_scatter",
+        [&](MPI_Request* q) { return MPI_Ireduce_scatter(r.in.data, r.out.data, counts.data(), type, op, comm, q); },
+        counts);
+  const int me = r.group.rank();
+  const auto* in = static_cast<const char*>(r.in.data);
+  const std::size_t esize = dtype_size(r.in.dtype);
+  std::vector<MPI_Request> requests;
+  requests.reserve(n);
+  std::size_t offset = 0;
+  for (std::size_t root = 0; root < n; ++root) {
+    if (counts[root] > 0) {
+      MPI_Request request;
+      int rc;
+      {
+        MpiCallGuard guard;
+        rc = MPI_Ireduce(in + offset * esize, int(root) == me ? r.out.data : nullptr, counts[root], type, op, int(root),
+                         comm, &request);
+      }
+      check(rc, "MPI_Ireduce");
+      requests.push_back(request);
+    }
+    offset += r.counts[root];
+  }
+  Work work = make_work(std::move(requests), {}, "MPI_Ireduce", r.op);
+  if (how == Completion::Async) return work;
+  work.wait();
+  return Work{};
 }
 
 Work MPIModel::gather_to_root(const Gathering& g, MPI_Comm comm, Completion how) {

@@ -229,6 +229,7 @@ Work MPIModel::do_reduce(const Reduction& r, Completion how) {
   const MPI_Comm comm = healthy_comm(r.group, r.op);
   if (r.op == OpType::Reduce) return reduce_to_root(r, comm, how);
   if (r.op == OpType::ReduceScatter) return reduce_scatter(r, comm, how);
+  if (r.op == OpType::ReduceScatterV) return reduce_scatter_v(r, comm, how);
   const Buffer& data = r.out;
   const MPI_Datatype type = types_.datatype(data.dtype);
   const MPI_Op mpi_op = types_.op(data.dtype, r.reduce_op);

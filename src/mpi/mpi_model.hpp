@@ -213,6 +213,10 @@ class MPIModel final : public ComputationModel {
   // scatters, reduce_scatter and all_to_all(v), each one MPI call.
   Work reduce_to_root(const Reduction& r, MPI_Comm comm, Completion how);
   Work reduce_scatter(const Reduction& r, MPI_Comm comm, Completion how);
+  // Blocking: MPI_Reduce_scatter. Async: one MPI_Ireduce per rank with a block, rooted at that rank,
+  // all in flight at once: libnbc's MPI_Ireduce_scatter reduces everything to rank 0 and scatters from
+  // there, twice the traffic of the others on rank 0's link.
+  Work reduce_scatter_v(const Reduction& r, MPI_Comm comm, Completion how);
   Work gather_to_root(const Gathering& g, MPI_Comm comm, Completion how);
   Work scatter_from_root(const Distribution& d, MPI_Comm comm, Completion how);
   Work all_to_all(const Distribution& d, MPI_Comm comm, Completion how);

@@ -1,5 +1,6 @@
-// NCCLModel: the rooted reductions (ncclReduce), reduce_scatter (ncclReduceScatter), and gather,
-// scatter, all_to_all(v) and send / recv as ncclSend / ncclRecv, several in one NCCL group.
+// NCCLModel: the rooted reductions (ncclReduce), reduce_scatter (ncclReduceScatter; uneven blocks as
+// grouped ncclReduce calls), and gather, scatter, all_to_all(v) and send / recv as ncclSend /
+// ncclRecv, several in one NCCL group.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -46,6 +47,7 @@ Work NCCLModel::reduce_rooted_or_scattered(const Reduction& r, Completion how) {
     o.nccl(ncclReduce(d, d, data.count, plan.type, plan.op, r.root, o.handle(), o.stream()));
     return o.finish(how);
   }
+  if (r.op == OpType::ReduceScatterV) return reduce_scatter_v(r, plan, how);
   ConstBuffer in = r.in;
   Buffer out = r.out;
   in.device = placement(r.op, "in", in.data, in.bytes(), in.device);
@@ -55,6 +57,34 @@ Work NCCLModel::reduce_rooted_or_scattered(const Reduction& r, Completion how) {
   const void* din = o.input(in);
   void* dout = o.output(out);
   o.nccl(ncclReduceScatter(din, dout, out.count, plan.type, plan.op, o.handle(), o.stream()));
+  return o.finish(how);
+}
+
+// NCCL has no reduce-scatter of uneven blocks: one ncclReduce per rank with a block, rooted at that
+// rank, in one NCCL group. A rank that is not the root passes its block as the (unused) receive buffer.
+Work NCCLModel::reduce_scatter_v(const Reduction& r, const ReducePlan& plan, Completion how) {
+  ConstBuffer in = r.in;
+  Buffer out = r.out;
+  in.device = placement(r.op, "in", in.data, in.bytes(), in.device);
+  if (out.count > 0) out.device = placement(r.op, "out", out.data, out.bytes(), out.device);
+  if (in.count == 0) return Work{};
+  Op o(r.op, comm_of(r.group), op_context());
+  const auto* din = static_cast<const char*>(o.input(in));
+  void* dout = out.count > 0 ? o.output(out) : nullptr;
+  const std::size_t esize = dtype_size(in.dtype);
+  const int me = r.group.rank();
+  in_group(o, [&] {
+    std::size_t offset = 0;
+    for (std::size_t root = 0; root < r.counts.size(); ++root) {
+      const std::size_t count = r.counts[root];
+      if (count > 0) {
+        const void* send = din + offset * esize;
+        void* recv = int(root) == me ? dout : const_cast<void*>(send);
+        o.nccl_queued(ncclReduce(send, recv, count, plan.type, plan.op, int(root), o.handle(), o.stream()));
+      }
+      offset += count;
+    }
+  });
   return o.finish(how);
 }
 

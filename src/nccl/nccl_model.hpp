@@ -11,6 +11,7 @@
 #include "nccl/op.hpp"
 #include "nccl/rendezvous.hpp"
 #include "nccl/staging.hpp"
+#include "nccl/types.hpp"
 #include "nccl/watchdog.hpp"
 
 namespace idist::nccl_backend {
@@ -62,7 +63,8 @@ class NCCLModel final : public ComputationModel {
   // The operations, their arguments checked by ComputationModel's front door. Completion::Blocking
   // waits inside the call: no Work, no watchdog entry (Op::finish).
   /// AllReduce: ncclAllReduce (the host fallback for what NCCL cannot reduce); Reduce: ncclReduce;
-  /// ReduceScatter: ncclReduceScatter (both only for what NCCL reduces natively).
+  /// ReduceScatter: ncclReduceScatter; ReduceScatterV: one ncclReduce per rank in one NCCL group
+  /// (these three only for what NCCL reduces natively).
   Work do_reduce(const Reduction& r, Completion how) override;
   /// AllGather: ncclAllGather of bytes; AllGatherV: one ncclBroadcast per rank, in one NCCL group;
   /// Gather: ncclSend to the root / ncclRecv from every rank, in one NCCL group.
@@ -84,6 +86,7 @@ class NCCLModel final : public ComputationModel {
   OpContext op_context() const;
   // The operations added to the first ones (block_collectives.cpp).
   Work reduce_rooted_or_scattered(const Reduction& r, Completion how);
+  Work reduce_scatter_v(const Reduction& r, const ReducePlan& plan, Completion how);
   Work gather_to_root(const Gathering& g, Completion how);
   Work exchange_blocks(const Distribution& d, Completion how);
   void shutdown(bool collective) noexcept;

@@ -108,6 +108,73 @@ TEST(BlockReduceScatter, NonContiguousInputAndMin) {
   EXPECT_TRUE(out.equal(input_of(0, 3, ws() * 2, torch::kLong).t().narrow(0, rank() * 2, 2))) << out;
 }
 
+// reduce_scatter_v on the ComputationModel: blocks of counts that differ by rank, one of them empty,
+// over dtypes, blocking and non-blocking (MPI's path is one MPI_Ireduce per block), on the world and
+// on a subgroup of the last two ranks.
+TEST(BlockReduceScatterV, UnevenBlocksOverDTypesAndCompletions) {
+  auto& m = idist::current_model();
+  std::vector<std::size_t> counts;
+  for (int r = 0; r < ws(); ++r) counts.push_back(r == 1 ? 0 : std::size_t(2 * r + 3));  // 3, 0, 7
+  std::int64_t total = 0, offset = 0;
+  for (int r = 0; r < ws(); ++r) {
+    if (r < rank()) offset += std::int64_t(counts[std::size_t(r)]);
+    total += std::int64_t(counts[std::size_t(r)]);
+  }
+  const std::int64_t mine = std::int64_t(counts[std::size_t(rank())]);
+  for (auto st : kTypes)
+    for (auto how : {idist::Completion::Blocking, idist::Completion::Async}) {
+      const auto input = input_of(rank(), total, 1, st).flatten().contiguous();
+      auto out = torch::full({mine}, -1, st);
+      idist::Work w = m.reduce_scatter_v(idist::ConstBuffer(idist::detail::tensor_buffer(input)), idist::detail::tensor_buffer(out),
+                                         counts, idist::ReduceOp::Sum, {}, how);
+      w.wait();
+      const auto expected = sum_over_ranks(total, 1, st).flatten().narrow(0, offset, mine);
+      EXPECT_TRUE(out.equal(expected)) << c10::toString(st) << (how == idist::Completion::Async ? " async" : "")
+                                       << "\n" << out;
+    }
+  if (ws() < 2) return;
+  // The last two ranks: 4 elements to the first and 1 to the second, then all 5 to the second.
+  const idist::Group g = idist::new_group({ws() - 2, ws() - 1});
+  const int position = rank() - (ws() - 2);
+  const auto input = torch::arange(5, torch::kDouble) * (rank() + 1);
+  for (const std::vector<std::size_t>& pair : {std::vector<std::size_t>{4, 1}, std::vector<std::size_t>{0, 5}}) {
+    auto out = torch::zeros({position >= 0 ? std::int64_t(pair[std::size_t(position)]) : 0}, torch::kDouble);
+    m.reduce_scatter_v(idist::ConstBuffer(idist::detail::tensor_buffer(input)), idist::detail::tensor_buffer(out),
+                       pair, idist::ReduceOp::Max, g, idist::Completion::Blocking);
+    const std::int64_t from = position == 1 ? std::int64_t(pair[0]) : 0;
+    if (position >= 0)
+      EXPECT_TRUE(out.equal((torch::arange(5, torch::kDouble) * ws()).narrow(0, from, out.numel()))) << out;
+  }
+}
+
+TEST(BlockReduceScatterV, RefusesCountsThatDoNotMatchTheBuffers) {
+  auto& m = idist::current_model();
+  const auto input = torch::zeros({6}, torch::kFloat);
+  auto out = torch::zeros({2}, torch::kFloat);
+  const auto in_buf = idist::ConstBuffer(idist::detail::tensor_buffer(input));
+  const std::vector<std::size_t> short_list(std::size_t(ws() + 1), 1);
+  EXPECT_MESSAGE_HAS(value_error_of([&] {
+                       m.reduce_scatter_v(in_buf, idist::detail::tensor_buffer(out), short_list, idist::ReduceOp::Sum);
+                     }),
+                     "reduce_scatter_v: counts has " + std::to_string(ws() + 1) + " entries, expected one per rank");
+  std::vector<std::size_t> counts(std::size_t(ws()), 1);
+  counts[std::size_t(rank())] = 3;  // out has 2
+  EXPECT_MESSAGE_HAS(value_error_of([&] {
+                       m.reduce_scatter_v(in_buf, idist::detail::tensor_buffer(out), counts, idist::ReduceOp::Sum);
+                     }),
+                     "counts[" + std::to_string(rank()) + "] is 3 but this rank receives out.count = 2 elements");
+  counts[std::size_t(rank())] = 2;  // sum != 6 unless ws() == 5
+  EXPECT_MESSAGE_HAS(value_error_of([&] {
+                       m.reduce_scatter_v(in_buf, idist::detail::tensor_buffer(out), counts, idist::ReduceOp::Sum);
+                     }),
+                     "in has 6 elements, expected the sum of counts = " + std::to_string(ws() + 1));
+  auto wrong_type = torch::zeros({2}, torch::kDouble);
+  EXPECT_MESSAGE_HAS(value_error_of([&] {
+                       m.reduce_scatter_v(in_buf, idist::detail::tensor_buffer(wrong_type), counts, idist::ReduceOp::Sum);
+                     }),
+                     "expected the same element type");
+}
+
 TEST(BlockAllToAll, BlockJGoesToRankJ) {
   for (auto st : {torch::kFloat, torch::kInt, torch::kBFloat16}) {
     const std::int64_t k = 2;

@@ -194,8 +194,10 @@ TEST(Zero, ShardsThePartitionAndBuildsTheLocalOptimizerOverIt) {
 // (Adam or SGD with momentum, dtype, parameters_as_bucket_view)
 class ZeroTrajectory : public ::testing::TestWithParam<std::tuple<bool, torch::Dtype, bool>> {};
 
+// Stage 2 (`reduce_scatter`): the gradients reach each rank through ZeRO's reduce-scatter hook, in
+// buckets of about 256 bytes (several buckets, each holding parameters of several owners).
 template <class M>
-void expect_same_trajectory(bool adam, torch::Dtype dtype, bool views) {
+void expect_same_trajectory(bool adam, torch::Dtype dtype, bool views, bool reduce_scatter = false) {
   const int steps = 20;
   torch::manual_seed(3);
   auto zero_model = std::make_shared<M>();
@@ -203,11 +205,14 @@ void expect_same_trajectory(bool adam, torch::Dtype dtype, bool views) {
   zero_model->to(dtype);
   ref_model->to(dtype);
   copy_params(*zero_model, *ref_model);
-  zero_model = idist::auto_model(zero_model);
+  idist::AutoModelOptions small_buckets;
+  if (reduce_scatter) small_buckets.bucket_cap_mb = small_buckets.first_bucket_cap_mb = 256.0 / (1 << 20);
+  zero_model = idist::auto_model(zero_model, small_buckets);
   ref_model = idist::auto_model(ref_model);
 
   idist::ZeroRedundancyOptimizer zero(zero_model->parameters(), adam ? adam_factory() : sgd_factory(),
                                       {.parameters_as_bucket_view = views});
+  if (reduce_scatter && ws() > 1) idist::register_comm_hook(zero_model, zero.reduce_scatter_hook());
   std::unique_ptr<torch::optim::Optimizer> ref = (adam ? adam_factory() : sgd_factory())(ref_model->parameters());
 
   const Data d = make_data(steps, 4 * ws(), dtype);
@@ -233,6 +238,12 @@ TEST_P(ZeroTrajectory, EqualsTheUnshardedOptimizerUnderAutoModel) {
 TEST_P(ZeroTrajectory, EqualsTheUnshardedOptimizerWithEqualShards) {
   const auto [adam, dtype, views] = GetParam();
   expect_same_trajectory<Square>(adam, dtype, views);
+}
+
+TEST_P(ZeroTrajectory, EqualsTheUnshardedOptimizerWithGradientsReduceScattered) {
+  const auto [adam, dtype, views] = GetParam();
+  expect_same_trajectory<Net>(adam, dtype, views, true);
+  expect_same_trajectory<Square>(adam, dtype, views, true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Zero, ZeroTrajectory,
@@ -631,6 +642,34 @@ TEST(ZeroArguments, FactoriesThatDoNotBuildAnOptimizerOverTheShard) {
   };
   expect_value_error([&] { idist::ZeroRedundancyOptimizer(params_of(), throws_on_0); },
                      "the factory threw: no memory left");
+}
+
+TEST(ZeroArguments, ReduceScatterHookNeedsTheWholeWorldAndEveryParameter) {
+  if (ws() < 2) GTEST_SKIP() << "needs two ranks";
+  torch::manual_seed(1);
+  if (ws() > 2) {
+    const idist::Group first_two = idist::new_group({0, 1});
+    idist::barrier(first_two);  // every rank takes part in making the group's communicator (mpi)
+    if (rank() < 2) {
+      auto net = std::make_shared<Net>();
+      idist::ZeroRedundancyOptimizer opt(net->parameters(), adam_factory(), {.group = first_two});
+      expect_value_error([&] { (void)opt.reduce_scatter_hook(); },
+                         "has 2 of the world's " + std::to_string(ws()) + " ranks; expected a group of every rank");
+    }
+  }
+  // An optimizer over part of the model: the first backward names the parameter it was not given.
+  auto net = idist::auto_model(std::make_shared<Net>());
+  idist::ZeroRedundancyOptimizer opt(net->c->parameters(), adam_factory());
+  idist::register_comm_hook(net, opt.reduce_scatter_hook());
+  const Data d = make_data(1, 4, torch::kFloat);
+  bool raised = false;
+  try {
+    torch::mse_loss(net->forward(d.x[0]), d.y[0]).backward();
+  } catch (const std::exception& e) {
+    raised = std::string(e.what()).find("that the optimizer was not given") != std::string::npos;
+    EXPECT_TRUE(raised) << e.what();
+  }
+  EXPECT_TRUE(raised);
 }
 
 TEST(ZeroArguments, ARankOutsideTheGroup) {

@@ -13,6 +13,7 @@
 #include <torch/optim/optimizer.h>
 
 #include "idist/group.hpp"
+#include "idist/torch/comm_hook.hpp"
 
 namespace torch::serialize {
 class OutputArchive;
@@ -112,6 +113,24 @@ class ZeroRedundancyOptimizer : public torch::optim::Optimizer {
   ///         collective.
   torch::Tensor step(LossClosure closure = nullptr) override;
 
+  /// ZeRO stage 2 for a model wrapped by auto_model: a communication hook that reduce-scatters each
+  /// bucket of gradients by owner instead of all-reducing it, so each rank receives the average of
+  /// the gradients of its own shard only. With step()'s all-gather of the parameters, a step moves
+  /// as many bytes as auto_model's all-reduce alone (stage 1 adds the all-gather on top).
+  ///
+  ///     idist::ZeroRedundancyOptimizer opt(model->parameters(), factory);
+  ///     idist::register_comm_hook(model, opt.reduce_scatter_hook());
+  ///
+  /// After the backward, the gradients of the parameters other ranks own hold this rank's own
+  /// gradients (not averaged): anything that reads every gradient (gradient clipping by the global
+  /// norm) must run before the hook replaces the all-reduce, or not at all. Each bucket goes through
+  /// one reduce_scatter_v (mpi: one MPI_Ireduce per rank; gloo: ReduceScatterHalvingDoubling on
+  /// groups whose size is a power of two, else an all-reduce; nccl: grouped ncclReduce). Not
+  /// supported with idist::join (the shadow backwards all-reduce).
+  /// @return the hook; it keeps what it needs, so it may outlive the optimizer.
+  /// @throws ValueError when the optimizer's group does not hold every rank of the world (auto_model
+  ///         averages over the world).
+  CommHook reduce_scatter_hook() const;
   /// This rank's optimizer (PyTorch's `optim` attribute): it holds the shard's parameters and state.
   torch::optim::Optimizer& local_optimizer() noexcept;
   /// This rank's optimizer (read only).

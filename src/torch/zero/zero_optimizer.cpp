@@ -11,11 +11,13 @@
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
+#include "idist/context.hpp"
 #include "idist/error.hpp"
 #include "idist/logging.hpp"
 #include "idist/torch/zero.hpp"
 #include "torch/zero/archive_io.hpp"
 #include "torch/zero/checks.hpp"
+#include "torch/zero/gradient_hook.hpp"
 #include "torch/zero/state_archive.hpp"
 #include "torch/zero/zero_impl.hpp"
 
@@ -142,6 +144,17 @@ torch::Tensor ZeroRedundancyOptimizer::step(LossClosure closure) {
 
 torch::optim::Optimizer& ZeroRedundancyOptimizer::local_optimizer() noexcept { return *impl_->local; }
 const torch::optim::Optimizer& ZeroRedundancyOptimizer::local_optimizer() const noexcept { return *impl_->local; }
+CommHook ZeroRedundancyOptimizer::reduce_scatter_hook() const {
+  const detail::ShardComm& comm = impl_->comm;
+  const int world = current_model().world_size();
+  if (comm.size() != world)
+    throw ValueError(fmt::format(
+        "ZeroRedundancyOptimizer::reduce_scatter_hook: the optimizer's group {} has {} of the world's {} ranks; "
+        "expected a group of every rank (auto_model averages the gradients over the world)",
+        comm.group().str(), comm.size(), world));
+  return detail::make_reduce_scatter_hook(impl_->params, impl_->owners, comm.group(), comm.rank(), comm.size());
+}
+
 const std::vector<int>& ZeroRedundancyOptimizer::owners() const noexcept { return impl_->owners; }
 const Group& ZeroRedundancyOptimizer::group() const noexcept { return impl_->comm.group(); }
 
