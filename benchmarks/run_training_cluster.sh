@@ -28,7 +28,7 @@ rates=${RATES:-1gbit 10gbit}
 models=${MODELS:-mlp32x512}
 backends=${BACKENDS:-$("$bin" --list-backends)}
 configs=${CONFIGS:-status_quo_idist,no_sync,auto_model:1,auto_model:5,auto_model:25}
-zero_configs=${ZERO_CONFIGS-auto_model_adam:5,zero:5}
+zero_configs=${ZERO_CONFIGS-auto_model_adam:5,zero:5,zero2:5}
 [ -n "$zero_configs" ] && configs="$configs,$zero_configs"
 # mpi runs once per entry: auto = idist's default across hosts (the progress thread on), 0 = without it
 # (buckets all-reduced inside the gradient hooks; files labelled mpi-nothread), 1 = forced on.
@@ -148,7 +148,7 @@ fi
                                          if (cfg[i] ~ /^auto_model_adam:/) { cap = cfg[i]; sub(/^[^:]*:/, "", cap); adam[cap] = p[i] } }
               for (i = 1; i <= n; i++) {
                 cap = cfg[i]; sub(/^[^:]*:/, "", cap)
-                za = (cfg[i] ~ /^zero(_staged)?:/ && adam[cap] > 0) ? sprintf("%.3f", p[i] / adam[cap]) : "-"
+                za = (cfg[i] ~ /^zero(_staged|2)?:/ && adam[cap] > 0) ? sprintf("%.3f", p[i] / adam[cap]) : "-"
                 printf "%-7s %-5s %-10s %-18s %9.1f %9.1f %10.3f %10s %11s\n", rate, b, m, cfg[i], p[i], p[i] - ns,
                        (ns > 0 ? p[i] / ns : 0), (sq > 0 ? sprintf("%.3f", p[i] / sq) : "-"), za } }' "$f"
     done

@@ -30,7 +30,8 @@ constexpr AutoModelName kAutoModelNames[] = {{Strategy::AutoModel, "auto_model"}
                                              {Strategy::AutoModelCopy, "auto_model_copy"},
                                              {Strategy::AutoModelAdam, "auto_model_adam"},
                                              {Strategy::Zero, "zero"},
-                                             {Strategy::ZeroStaged, "zero_staged"}};
+                                             {Strategy::ZeroStaged, "zero_staged"},
+                                             {Strategy::Zero2, "zero2"}};
 // ":<cap>", or nothing for auto_model's default (tuned) cap.
 std::string cap_text(const std::optional<double>& mb) { return mb ? fmt::format(":{:g}", *mb) : ""; }
 
@@ -48,6 +49,7 @@ std::string Config::name() const {
     case Strategy::AutoModelAdam: return fmt::format("auto_model_adam{}{}", cap_text(bucket_mb), suffix);
     case Strategy::Zero: return fmt::format("zero{}{}", cap_text(bucket_mb), suffix);
     case Strategy::ZeroStaged: return fmt::format("zero_staged{}{}", cap_text(bucket_mb), suffix);
+    case Strategy::Zero2: return fmt::format("zero2{}{}", cap_text(bucket_mb), suffix);
   }
   return "?";
 }
@@ -94,7 +96,7 @@ Config parse_config(const std::string& full) {
   } else {
     throw std::invalid_argument("unknown config '" + text +
                                 "'; expected local, auto_model[:MiB], auto_model_copy[:MiB], auto_model_adam[:MiB], "
-                                "zero[:MiB], zero_staged[:MiB], status_quo_idist, status_quo_raw or no_sync");
+                                "zero[:MiB], zero_staged[:MiB], zero2[:MiB], status_quo_idist, status_quo_raw or no_sync");
   }
   return c;
 }
@@ -130,10 +132,14 @@ Trainer::Trainer(const std::string& model, Config config, std::int64_t batch, st
     for (auto& p : w_.model->parameters()) idist::broadcast(p.detach(), 0);
   }
   params_ = w_.model->parameters();
-  if (config_.strategy == Strategy::Zero || config_.strategy == Strategy::ZeroStaged) {
-    const bool views = config_.strategy == Strategy::Zero;
-    opt_ = std::make_unique<idist::ZeroRedundancyOptimizer>(
+  if (config_.strategy == Strategy::Zero || config_.strategy == Strategy::ZeroStaged ||
+      config_.strategy == Strategy::Zero2) {
+    const bool views = config_.strategy != Strategy::ZeroStaged;
+    auto zero = std::make_unique<idist::ZeroRedundancyOptimizer>(
         params_, adam, idist::ZeroRedundancyOptimizerOptions{.parameters_as_bucket_view = views});
+    if (config_.strategy == Strategy::Zero2 && world_ > 1)
+      idist::register_comm_hook(w_.model, zero->reduce_scatter_hook());
+    opt_ = std::move(zero);
     // The send buffer holds this rank's shard; the staged form also has a buffer of every parameter.
     std::size_t shard = 0;
     const auto& local = static_cast<idist::ZeroRedundancyOptimizer&>(*opt_).local_optimizer();

@@ -23,6 +23,7 @@ enum class Strategy {
   AutoModelAdam,   ///< auto_model with torch::optim::Adam (ZeroRedundancyOptimizer's baseline)
   Zero,            ///< auto_model with idist::ZeroRedundancyOptimizer over Adam (parameters as bucket views)
   ZeroStaged,      ///< the same with parameters_as_bucket_view = false (the shards are copied through a buffer)
+  Zero2,           ///< Zero with its reduce_scatter_hook (ZeRO stage 2: gradients reduce-scattered by owner)
 };
 
 /// One configuration: a strategy and, for auto_model, its bucket cap.
@@ -33,14 +34,15 @@ struct Config {
   /// auto_model only: the communication hook ("" none, "allreduce", "fp16", "bf16", "powersgd<rank>").
   std::string hook;
   /// "local", "auto_model:25", "auto_model_copy:25", "status_quo_idist", "status_quo_raw", "no_sync",
-  /// "auto_model_adam:25", "zero:25", "zero_staged:25"; "auto_model" without a cap: the default
+  /// "auto_model_adam:25", "zero:25", "zero_staged:25", "zero2:25"; "auto_model" without a cap: the default
   /// options (the cap tuned); a hook adds "+<hook>" ("auto_model:25+fp16", "auto_model+fp16").
   std::string name() const;
   /// Whether the gradients are averaged exactly (no lossy compression hook).
   bool exact() const { return hook.empty() || hook == "allreduce"; }
   /// Whether the step is Adam's (else SGD's): the ZeRO comparison.
   bool adam() const {
-    return strategy == Strategy::AutoModelAdam || strategy == Strategy::Zero || strategy == Strategy::ZeroStaged;
+    return strategy == Strategy::AutoModelAdam || strategy == Strategy::Zero || strategy == Strategy::ZeroStaged ||
+           strategy == Strategy::Zero2;
   }
   /// Whether the model goes through auto_model (and `bucket_mb` applies).
   bool auto_model() const {
