@@ -31,7 +31,8 @@ bool parse_training_options(int argc, char** argv, TrainingOptions& o, int& exit
   app.add_option("--configs", o.configs,
                  "Configurations (default: all but the Adam ones): local, status_quo_idist, status_quo_raw, no_sync, "
                  "auto_model[:MiB], auto_model_copy[:MiB]; with Adam: auto_model_adam[:MiB], zero[:MiB] "
-                 "(ZeroRedundancyOptimizer), zero_staged[:MiB] (its parameters_as_bucket_view = false), zero2[:MiB] (ZeRO stage 2: zero with its "
+                 "(ZeroRedundancyOptimizer), zero_staged[:MiB] (its parameters_as_bucket_view = false), zero2[:MiB] "
+                 "(ZeRO stage 2: zero with its "
                  "reduce_scatter_hook)")
       ->delimiter(',')
       ->check([](const std::string& s) {

@@ -26,12 +26,10 @@ struct AutoModelName {
   Strategy strategy;
   const char* name;
 };
-constexpr AutoModelName kAutoModelNames[] = {{Strategy::AutoModel, "auto_model"},
-                                             {Strategy::AutoModelCopy, "auto_model_copy"},
-                                             {Strategy::AutoModelAdam, "auto_model_adam"},
-                                             {Strategy::Zero, "zero"},
-                                             {Strategy::ZeroStaged, "zero_staged"},
-                                             {Strategy::Zero2, "zero2"}};
+constexpr AutoModelName kAutoModelNames[] = {
+    {Strategy::AutoModel, "auto_model"},          {Strategy::AutoModelCopy, "auto_model_copy"},
+    {Strategy::AutoModelAdam, "auto_model_adam"}, {Strategy::Zero, "zero"},
+    {Strategy::ZeroStaged, "zero_staged"},        {Strategy::Zero2, "zero2"}};
 // ":<cap>", or nothing for auto_model's default (tuned) cap.
 std::string cap_text(const std::optional<double>& mb) { return mb ? fmt::format(":{:g}", *mb) : ""; }
 
@@ -94,9 +92,10 @@ Config parse_config(const std::string& full) {
   } else if (text == "no_sync") {
     c.strategy = Strategy::NoSync;
   } else {
-    throw std::invalid_argument("unknown config '" + text +
-                                "'; expected local, auto_model[:MiB], auto_model_copy[:MiB], auto_model_adam[:MiB], "
-                                "zero[:MiB], zero_staged[:MiB], zero2[:MiB], status_quo_idist, status_quo_raw or no_sync");
+    throw std::invalid_argument(
+        "unknown config '" + text +
+        "'; expected local, auto_model[:MiB], auto_model_copy[:MiB], auto_model_adam[:MiB], "
+        "zero[:MiB], zero_staged[:MiB], zero2[:MiB], status_quo_idist, status_quo_raw or no_sync");
   }
   return c;
 }

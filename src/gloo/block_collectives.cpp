@@ -99,31 +99,32 @@ Work GlooModel::reduce_scatter(const Reduction& r, Completion how) {
   // An empty block beyond two ranks left ReduceScatterHalvingDoubling waiting (4 ranks, blocks 3, 0, 7, 9).
   const bool empty_block = n > 2 && std::find(blocks.begin(), blocks.end(), 0) != blocks.end();
   if ((n & (n - 1)) != 0 || empty_block) return reduce_scatter_by_allreduce(r, how);
-  return issue(r.group, r.op, how, [=, &group, blocks = std::move(blocks), retained = retained_.get()](gloo::Context& ctx) {
-    const std::size_t esize = dtype_size(in.dtype);
-    // The algorithm reduces its buffer in place and leaves this rank's block at its start.
-    const auto plan = group.reduce_scatters.get(esize, in.count, blocks, [&](ReduceScatterPlan& p) {
-      with_element_type(esize, [&](auto t) {
-        using T = decltype(t);
-        static const gloo::ReductionFunction<T> reduce(gloo::SUM, &reduce_with_current<T>);
-        p.algorithm = std::make_shared<gloo::ReduceScatterHalvingDoubling<T>>(
-            borrow(ctx), std::vector<T*>{reinterpret_cast<T*>(p.work.data())}, int(in.count), blocks, &reduce);
+  return issue(
+      r.group, r.op, how, [=, &group, blocks = std::move(blocks), retained = retained_.get()](gloo::Context& ctx) {
+        const std::size_t esize = dtype_size(in.dtype);
+        // The algorithm reduces its buffer in place and leaves this rank's block at its start.
+        const auto plan = group.reduce_scatters.get(esize, in.count, blocks, [&](ReduceScatterPlan& p) {
+          with_element_type(esize, [&](auto t) {
+            using T = decltype(t);
+            static const gloo::ReductionFunction<T> reduce(gloo::SUM, &reduce_with_current<T>);
+            p.algorithm = std::make_shared<gloo::ReduceScatterHalvingDoubling<T>>(
+                borrow(ctx), std::vector<T*>{reinterpret_cast<T*>(p.work.data())}, int(in.count), blocks, &reduce);
+          });
+        });
+        std::memcpy(plan->work.data(), in.data, in.bytes());
+        const backend_kit::ReduceFn saved = current_reduce;
+        current_reduce = fn;
+        try {
+          plan->algorithm->run();
+        } catch (...) {
+          current_reduce = saved;
+          group.reduce_scatters.drop(plan);
+          retained->keep(plan);  // the transport thread may still touch its buffers
+          throw;
+        }
+        current_reduce = saved;
+        std::memcpy(out.data, plan->work.data(), out.bytes());
       });
-    });
-    std::memcpy(plan->work.data(), in.data, in.bytes());
-    const backend_kit::ReduceFn saved = current_reduce;
-    current_reduce = fn;
-    try {
-      plan->algorithm->run();
-    } catch (...) {
-      current_reduce = saved;
-      group.reduce_scatters.drop(plan);
-      retained->keep(plan);  // the transport thread may still touch its buffers
-      throw;
-    }
-    current_reduce = saved;
-    std::memcpy(out.data, plan->work.data(), out.bytes());
-  });
 }
 
 // Gloo's ReduceScatterHalvingDoubling gave wrong sums on 3 ranks (a peer's block counted twice, in

@@ -45,8 +45,7 @@ Work MPIModel::reduce_scatter_v(const Reduction& r, MPI_Comm comm, Completion ho
   if (how == Completion::Blocking)
     return run_op(
         r.op, r.group, how, "MPI_Reduce_scatter",
-        [&] { return MPI_Reduce_scatter(r.in.data, r.out.data, counts.data(), type, op, comm); },
-        "MPI_Ireduce_scatter",
+        [&] { return MPI_Reduce_scatter(r.in.data, r.out.data, counts.data(), type, op, comm); }, "MPI_Ireduce_scatter",
         [&](MPI_Request* q) { return MPI_Ireduce_scatter(r.in.data, r.out.data, counts.data(), type, op, comm, q); },
         counts);
   const int me = r.group.rank();

@@ -125,12 +125,12 @@ TEST(BlockReduceScatterV, UnevenBlocksOverDTypesAndCompletions) {
     for (auto how : {idist::Completion::Blocking, idist::Completion::Async}) {
       const auto input = input_of(rank(), total, 1, st).flatten().contiguous();
       auto out = torch::full({mine}, -1, st);
-      idist::Work w = m.reduce_scatter_v(idist::ConstBuffer(idist::detail::tensor_buffer(input)), idist::detail::tensor_buffer(out),
-                                         counts, idist::ReduceOp::Sum, {}, how);
+      idist::Work w = m.reduce_scatter_v(idist::ConstBuffer(idist::detail::tensor_buffer(input)),
+                                         idist::detail::tensor_buffer(out), counts, idist::ReduceOp::Sum, {}, how);
       w.wait();
       const auto expected = sum_over_ranks(total, 1, st).flatten().narrow(0, offset, mine);
-      EXPECT_TRUE(out.equal(expected)) << c10::toString(st) << (how == idist::Completion::Async ? " async" : "")
-                                       << "\n" << out;
+      EXPECT_TRUE(out.equal(expected)) << c10::toString(st) << (how == idist::Completion::Async ? " async" : "") << "\n"
+                                       << out;
     }
   if (ws() < 2) return;
   // The last two ranks: 4 elements to the first and 1 to the second, then all 5 to the second.
@@ -139,8 +139,8 @@ TEST(BlockReduceScatterV, UnevenBlocksOverDTypesAndCompletions) {
   const auto input = torch::arange(5, torch::kDouble) * (rank() + 1);
   for (const std::vector<std::size_t>& pair : {std::vector<std::size_t>{4, 1}, std::vector<std::size_t>{0, 5}}) {
     auto out = torch::zeros({position >= 0 ? std::int64_t(pair[std::size_t(position)]) : 0}, torch::kDouble);
-    m.reduce_scatter_v(idist::ConstBuffer(idist::detail::tensor_buffer(input)), idist::detail::tensor_buffer(out),
-                       pair, idist::ReduceOp::Max, g, idist::Completion::Blocking);
+    m.reduce_scatter_v(idist::ConstBuffer(idist::detail::tensor_buffer(input)), idist::detail::tensor_buffer(out), pair,
+                       idist::ReduceOp::Max, g, idist::Completion::Blocking);
     const std::int64_t from = position == 1 ? std::int64_t(pair[0]) : 0;
     if (position >= 0)
       EXPECT_TRUE(out.equal((torch::arange(5, torch::kDouble) * ws()).narrow(0, from, out.numel()))) << out;
@@ -169,10 +169,10 @@ TEST(BlockReduceScatterV, RefusesCountsThatDoNotMatchTheBuffers) {
                      }),
                      "in has 6 elements, expected the sum of counts = " + std::to_string(ws() + 1));
   auto wrong_type = torch::zeros({2}, torch::kDouble);
-  EXPECT_MESSAGE_HAS(value_error_of([&] {
-                       m.reduce_scatter_v(in_buf, idist::detail::tensor_buffer(wrong_type), counts, idist::ReduceOp::Sum);
-                     }),
-                     "expected the same element type");
+  EXPECT_MESSAGE_HAS(
+      value_error_of(
+          [&] { m.reduce_scatter_v(in_buf, idist::detail::tensor_buffer(wrong_type), counts, idist::ReduceOp::Sum); }),
+      "expected the same element type");
 }
 
 TEST(BlockAllToAll, BlockJGoesToRankJ) {

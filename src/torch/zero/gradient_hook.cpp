@@ -69,7 +69,8 @@ class ReduceScatterHook {
     BucketPlan& plan = plans_[bucket.index()];
     const auto& params = bucket.parameters();
     bool same = plan.params.size() == params.size() && plan.staged.defined() &&
-                plan.staged.numel() == bucket.buffer().numel() && plan.staged.scalar_type() == bucket.buffer().scalar_type();
+                plan.staged.numel() == bucket.buffer().numel() &&
+                plan.staged.scalar_type() == bucket.buffer().scalar_type();
     for (std::size_t i = 0; same && i < params.size(); ++i) same = plan.params[i] == params[i].unsafeGetTensorImpl();
     if (!same) plan = make_plan(bucket, dev);
     return plan;
