@@ -48,6 +48,7 @@ struct Options {
   std::int64_t stop_after_steps = 0;  ///< leave training after this global step, as if killed; 0 = no
   std::string optimizer = "sgd";      ///< "sgd" (with --momentum) or "adam"
   bool zero = false;                  ///< shard the optimizer state over the ranks (idist::ZeroRedundancyOptimizer)
+  int zero_stage = 1;                 ///< with zero: 1 (gradients all-reduced) or 2 (reduce-scattered by owner)
   bool print_timing = false;          ///< every rank prints when its first step ended (measuring restarts)
 };
 

@@ -139,6 +139,8 @@ void train(const Options& o) {
     idist::register_comm_hook(model, idist::comm_hooks::powersgd({.matrix_approximation_rank = o.powersgd_rank,
                                                                   .start_powersgd_iter = o.powersgd_start}));
   auto optimizer = idist::auto_optim(make_optimizer(o, model->parameters()));
+  if (o.zero && o.zero_stage == 2 && idist::get_world_size() > 1)
+    idist::register_comm_hook(model, dynamic_cast<idist::ZeroRedundancyOptimizer&>(*optimizer).reduce_scatter_hook());
 
   // Every rank loads the same checkpoint (rank 0 reads it and broadcasts it): weights and buffers by
   // copy into the model auto_model prepared, the optimizer state (with --zero each rank keeps its
