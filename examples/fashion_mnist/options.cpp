@@ -100,7 +100,8 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   app.add_option("--optimizer", o.optimizer, "sgd (with --momentum) or adam (--lr 0.001 unless given)")
       ->check(CLI::IsMember({"sgd", "adam"}))
       ->capture_default_str();
-  auto* zero = app.add_flag("--zero", o.zero, "shard the optimizer state over the ranks (idist::ZeroRedundancyOptimizer)");
+  auto* zero =
+      app.add_flag("--zero", o.zero, "shard the optimizer state over the ranks (idist::ZeroRedundancyOptimizer)");
   app.add_option("--zero-stage", o.zero_stage,
                  "1: the gradients are all-reduced; 2: reduce-scattered by owner "
                  "(ZeroRedundancyOptimizer::reduce_scatter_hook, which takes the place of --comm-hook)")
@@ -110,8 +111,10 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   try {
     app.parse(argc, argv);
     if (o.zero_stage == 2 && o.comm_hook != "none")
-      throw CLI::ValidationError("--zero-stage", "stage 2 is a communication hook itself; expected --comm-hook none, "
-                                                 "given " + o.comm_hook);
+      throw CLI::ValidationError("--zero-stage",
+                                 "stage 2 is a communication hook itself; expected --comm-hook none, "
+                                 "given " +
+                                     o.comm_hook);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
