@@ -63,6 +63,13 @@ struct SpawnOptions {
   std::chrono::milliseconds timeout = std::chrono::minutes(30);
   /// After a worker failed, how long the others get between SIGTERM and SIGKILL.
   std::chrono::milliseconds kill_grace = std::chrono::seconds(3);
+  /// Pin each worker to its own share of the CPUs this process may run on, as mpirun's
+  /// `--bind-to core` does: the allowed CPUs (sched_getaffinity), in order, split into nproc_per_node
+  /// equal contiguous sets, worker i taking set i (leftover CPUs stay unused). Nothing is pinned when
+  /// there are fewer CPUs than workers, or when the environment variable IDIST_SPAWN_BIND is "0"
+  /// (Parallel takes this default; the variable is its switch). Not in ignite, whose workers are
+  /// Python processes left to the scheduler.
+  bool bind_cores = true;
 };
 
 /// Options of Parallel. Mirrors ignite.distributed.Parallel's arguments; an unset field is Python's

@@ -2,6 +2,7 @@
 #include "launcher/worker.hpp"
 
 #include <dlfcn.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -11,8 +12,10 @@
 #include <exception>
 #include <iostream>
 #include <memory>
+#include <string_view>
 #include <thread>
 #include <typeinfo>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -52,7 +55,41 @@ void limit_threads(int nproc_per_node) {
   if (auto set = reinterpret_cast<SetNumThreads>(::dlsym(RTLD_DEFAULT, "omp_set_num_threads"))) set(n);
 }
 
+// Pins this process (its only thread: the fork just happened, so every thread made later inherits
+// the mask) to its share of the CPUs, so that the workers do not migrate onto each other's cores.
+void bind_to_share(int local_rank, int nproc_per_node) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  const std::vector<int> mine = cpu_share(cpus, local_rank, nproc_per_node);
+  if (mine.empty()) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : mine) CPU_SET(c, &set);
+  (void)::sched_setaffinity(0, sizeof set, &set);  // a refused mask leaves the worker unpinned
+}
+
 }  // namespace
+
+std::vector<int> cpu_share(const std::vector<int>& allowed, int local_rank, int nproc_per_node) {
+  if (nproc_per_node < 1 || local_rank < 0 || local_rank >= nproc_per_node) return {};
+  const std::size_t per = allowed.size() / std::size_t(nproc_per_node);
+  if (per == 0) return {};
+  const auto first = allowed.begin() + std::ptrdiff_t(per * std::size_t(local_rank));
+  return std::vector<int>(first, first + std::ptrdiff_t(per));
+}
+
+bool binds_cores(bool requested) {
+  const char* env = std::getenv("IDIST_SPAWN_BIND");
+  if (env == nullptr || *env == '\0') return requested;
+  const std::string_view v(env);
+  if (v != "0" && v != "1")
+    throw ValueError(fmt::format("IDIST_SPAWN_BIND is '{}'; expected 0 (workers not pinned) or 1", v));
+  return requested && v == "1";
+}
 
 std::string store_token(int nnodes) {
   if (const char* set = std::getenv("IDIST_STORE_TOKEN"); set && *set) return set;
@@ -77,6 +114,7 @@ void run_worker(const WorkerPlan& plan, const std::function<void(int)>& task, in
   // parent died before prctl took effect.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(1);
+  if (plan.bind_cores) bind_to_share(plan.local_rank, plan.nproc_per_node);
 
   int code = 0;
   try {

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace idist::launcher {
 
@@ -22,6 +23,7 @@ struct WorkerPlan {
   std::string init_method;
   std::chrono::milliseconds timeout{0};
   std::string store_token;  ///< exported as IDIST_STORE_TOKEN when not empty
+  bool bind_cores = false;  ///< pin the worker to its share of the CPUs (SpawnOptions::bind_cores)
 };
 
 /// Largest failure report a worker writes to its pipe: written once, before exiting, and below
@@ -42,5 +44,14 @@ std::string store_token(int nnodes);
 
 /// max(1, hardware threads / nproc_per_node): the OpenMP / LibTorch intra-op threads of one worker.
 int thread_budget(int nproc_per_node);
+
+/// The CPUs worker `local_rank` of `nproc_per_node` is pinned to, given the CPUs the launching
+/// process may run on (ascending): share `local_rank` of nproc_per_node equal contiguous shares;
+/// empty (no pinning) when there are fewer CPUs than workers.
+std::vector<int> cpu_share(const std::vector<int>& allowed, int local_rank, int nproc_per_node);
+
+/// Whether spawn pins its workers: `requested` (SpawnOptions::bind_cores) unless IDIST_SPAWN_BIND is "0".
+/// @throws ValueError when IDIST_SPAWN_BIND is set to anything but "0" or "1".
+bool binds_cores(bool requested);
 
 }  // namespace idist::launcher

@@ -3,6 +3,7 @@
 // Workers check their own state and throw on a mismatch (spawn then fails with the worker's rank and
 // message); what the test process must see is written to files in a scratch directory.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 
 #include "idist/idist.hpp"
 #include "launcher/process_helpers.hpp"
+#include "launcher/worker.hpp"
 #include "support/scoped_env.hpp"
 
 namespace {
@@ -129,6 +131,65 @@ TEST(Spawn, WorkersGetAThreadBudgetUnlessTheUserSetOne) {
     setenv("OMP_NUM_THREADS", saved_value.c_str(), 1);
   else
     unsetenv("OMP_NUM_THREADS");
+}
+
+// The CPUs this process may run on, ascending.
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (::sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+std::string cpu_list(const std::vector<int>& cpus) {
+  std::string out;
+  for (int c : cpus) out += (out.empty() ? "" : ",") + std::to_string(c);
+  return out;
+}
+
+TEST(Spawn, PinsEachWorkerToItsShareOfTheCpusLikeMpirun) {
+  ScratchDir dir;
+  const std::vector<int> mine = allowed_cpus();
+  ASSERT_FALSE(mine.empty());
+  const auto record = [](int, const std::string& out) {
+    write_text(out + "/cpus" + std::to_string(idist::get_rank()), cpu_list(allowed_cpus()));
+  };
+  ScopedEnv env;
+  env.set("IDIST_SPAWN_BIND", "1");  // the default, whatever the caller's environment holds
+  idist::spawn("gloo", record, dir.path(), options(2));
+  for (int r = 0; r < 2; ++r) {
+    std::vector<int> expected = idist::launcher::cpu_share(mine, r, 2);
+    if (expected.empty()) expected = mine;  // fewer CPUs than workers: left to the scheduler
+    EXPECT_EQ(read_text(dir.file("cpus" + std::to_string(r))), cpu_list(expected)) << "worker " << r;
+  }
+  // Turned off by the option, or by IDIST_SPAWN_BIND=0: every worker keeps the launcher's CPUs.
+  idist::SpawnOptions unpinned = options(2);
+  unpinned.bind_cores = false;
+  idist::spawn("gloo", record, dir.path(), unpinned);
+  EXPECT_EQ(read_text(dir.file("cpus1")), cpu_list(mine));
+  env.set("IDIST_SPAWN_BIND", "0");
+  idist::spawn("gloo", record, dir.path(), options(2));
+  EXPECT_EQ(read_text(dir.file("cpus0")), cpu_list(mine));
+  EXPECT_EQ(read_text(dir.file("cpus1")), cpu_list(mine));
+  env.set("IDIST_SPAWN_BIND", "yes");
+  try {
+    idist::spawn("gloo", record, dir.path(), options(2));
+    ADD_FAILURE() << "IDIST_SPAWN_BIND=yes was accepted";
+  } catch (const idist::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("IDIST_SPAWN_BIND is 'yes'; expected 0"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Spawn, CpuSharesAreEqualContiguousAndDisjoint) {
+  const std::vector<int> cpus{0, 1, 2, 3, 4, 6, 7};  // 5 is not allowed
+  EXPECT_EQ(idist::launcher::cpu_share(cpus, 0, 2), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(idist::launcher::cpu_share(cpus, 1, 2), (std::vector<int>{3, 4, 6}));  // 7 left over
+  EXPECT_EQ(idist::launcher::cpu_share(cpus, 6, 7), (std::vector<int>{7}));
+  EXPECT_TRUE(idist::launcher::cpu_share(cpus, 0, 8).empty());  // fewer CPUs than workers
+  EXPECT_TRUE(idist::launcher::cpu_share(cpus, 2, 2).empty());
 }
 
 TEST(Spawn, WorkersShareARandomStoreTokenOrTheUsersOne) {
