@@ -139,6 +139,7 @@ void spawn_workers(std::string_view backend, const std::function<void(int)>& tas
   plan.master_port = *opts.master_port;
   plan.init_method = opts.init_method;
   plan.bind_cores = launcher::binds_cores(opts.bind_cores);
+  plan.threads = launcher::thread_budget(opts.nproc_per_node);
   plan.timeout = opts.timeout;
   plan.store_token = launcher::store_token(opts.nnodes);
 

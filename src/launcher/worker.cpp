@@ -47,9 +47,8 @@ void flush_all() {
 // The OpenMP runtime read OMP_NUM_THREADS when it was loaded, before the fork: setting the variable
 // is not enough for this process, so also call omp_set_num_threads when an OpenMP runtime is present
 // (LibTorch's CPU kernels use its default team size).
-void limit_threads(int nproc_per_node) {
+void limit_threads(int n) {
   if (std::getenv("OMP_NUM_THREADS")) return;  // the user's choice wins
-  const int n = thread_budget(nproc_per_node);
   ::setenv("OMP_NUM_THREADS", std::to_string(n).c_str(), 1);
   using SetNumThreads = void (*)(int);
   if (auto set = reinterpret_cast<SetNumThreads>(::dlsym(RTLD_DEFAULT, "omp_set_num_threads"))) set(n);
@@ -58,13 +57,7 @@ void limit_threads(int nproc_per_node) {
 // Pins this process (its only thread: the fork just happened, so every thread made later inherits
 // the mask) to its share of the CPUs, so that the workers do not migrate onto each other's cores.
 void bind_to_share(int local_rank, int nproc_per_node) {
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
-  std::vector<int> cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
-  const std::vector<int> mine = cpu_share(cpus, local_rank, nproc_per_node);
+  const std::vector<int> mine = cpu_share(allowed_cpus(), local_rank, nproc_per_node);
   if (mine.empty()) return;
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -73,6 +66,19 @@ void bind_to_share(int local_rank, int nproc_per_node) {
 }
 
 }  // namespace
+
+std::vector<int> allowed_cpus() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  std::vector<int> cpus;
+  if (::sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  } else {
+    for (int c = 0; c < int(std::thread::hardware_concurrency()); ++c) cpus.push_back(c);
+  }
+  return cpus;
+}
 
 std::vector<int> cpu_share(const std::vector<int>& allowed, int local_rank, int nproc_per_node) {
   if (nproc_per_node < 1 || local_rank < 0 || local_rank >= nproc_per_node) return {};
@@ -105,7 +111,7 @@ std::string store_token(int nnodes) {
 }
 
 int thread_budget(int nproc_per_node) {
-  const int cores = int(std::thread::hardware_concurrency());
+  const int cores = int(allowed_cpus().size());
   return std::max(1, cores / std::max(1, nproc_per_node));
 }
 
@@ -126,7 +132,7 @@ void run_worker(const WorkerPlan& plan, const std::function<void(int)>& task, in
     ::setenv("MASTER_ADDR", plan.master_addr.c_str(), 1);
     ::setenv("MASTER_PORT", std::to_string(plan.master_port).c_str(), 1);
     if (!plan.store_token.empty()) ::setenv("IDIST_STORE_TOKEN", plan.store_token.c_str(), 1);
-    limit_threads(plan.nproc_per_node);
+    limit_threads(plan.threads);
 
     InitOptions opts;
     opts.timeout = plan.timeout;

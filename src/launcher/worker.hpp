@@ -24,6 +24,7 @@ struct WorkerPlan {
   std::chrono::milliseconds timeout{0};
   std::string store_token;  ///< exported as IDIST_STORE_TOKEN when not empty
   bool bind_cores = false;  ///< pin the worker to its share of the CPUs (SpawnOptions::bind_cores)
+  int threads = 1;          ///< exported as OMP_NUM_THREADS unless set: thread_budget() of the launcher
 };
 
 /// Largest failure report a worker writes to its pipe: written once, before exiting, and below
@@ -42,7 +43,12 @@ inline constexpr std::size_t kMaxReportBytes = 4000;
 /// store then requires no token unless the user sets IDIST_STORE_TOKEN on every node.
 std::string store_token(int nnodes);
 
-/// max(1, hardware threads / nproc_per_node): the OpenMP / LibTorch intra-op threads of one worker.
+/// The CPUs this process may run on (sched_getaffinity), ascending; every hardware thread when the
+/// mask cannot be read.
+std::vector<int> allowed_cpus();
+
+/// max(1, allowed_cpus() / nproc_per_node): the OpenMP / LibTorch intra-op threads of one worker,
+/// computed in the launching process (a pinned worker's own mask holds only its share).
 int thread_budget(int nproc_per_node);
 
 /// The CPUs worker `local_rank` of `nproc_per_node` is pinned to, given the CPUs the launching

@@ -42,7 +42,7 @@ Work MPIModel::reduce_scatter_v(const Reduction& r, MPI_Comm comm, Completion ho
   const std::size_t n = r.counts.size();
   std::vector<int> counts(n);
   for (std::size_t i = 0; i < n; ++i) counts[i] = int(r.counts[i]);
-  if (how == Completion::Blocking)
+  if (how == Completion::Blocking && blocking_collectives())
     return run_op(
         r.op, r.group, how, "MPI_Reduce_scatter",
         [&] { return MPI_Reduce_scatter(r.in.data, r.out.data, counts.data(), type, op, comm); }, "MPI_Ireduce_scatter",
@@ -68,10 +68,7 @@ Work MPIModel::reduce_scatter_v(const Reduction& r, MPI_Comm comm, Completion ho
     }
     offset += r.counts[root];
   }
-  Work work = make_work(std::move(requests), {}, "MPI_Ireduce", r.op);
-  if (how == Completion::Async) return work;
-  work.wait();
-  return Work{};
+  return complete(make_work(std::move(requests), {}, "MPI_Ireduce", r.op), how);
 }
 
 Work MPIModel::gather_to_root(const Gathering& g, MPI_Comm comm, Completion how) {

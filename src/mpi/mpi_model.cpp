@@ -160,14 +160,11 @@ void MPIModel::do_monitored_barrier(const ProcessGroup& group, std::chrono::mill
 // ---------------------------------------------------------------------------------------------
 // operations
 
-namespace {
-// A blocking call done by waiting on the non-blocking one (the polled path).
-Work complete(Work work, Completion how) {
+Work MPIModel::complete(Work work, Completion how) {
   if (how == Completion::Async) return work;
   work.wait();
   return Work{};
 }
-}  // namespace
 
 Work MPIModel::make_work(MPI_Request request, const char* mpi_fn, OpType op) {
   if (progress_) [[unlikely]]

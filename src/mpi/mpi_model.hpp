@@ -193,6 +193,9 @@ class MPIModel final : public ComputationModel {
   Work post_in_chunks(const Buffer& data, std::size_t limit, const char* mpi_fn, OpType op, Post post);
   // Elements per MPI call for chunks of `chunk_bytes` of `dtype` (0: whole), at most max_count_.
   std::size_t elements_per_call(std::size_t chunk_bytes, DType dtype) const;
+  // A blocking call done by waiting on the non-blocking one (the polled path): `work` when `how` is
+  // Async, else an empty Work once `work` completed.
+  static Work complete(Work work, Completion how);
   // Wraps one request into a Work named `op`.
   Work make_work(MPI_Request request, const char* mpi_fn, OpType op);
   // Wraps several requests (and the ints MPI reads until they complete) into a Work named `op`.
@@ -213,9 +216,9 @@ class MPIModel final : public ComputationModel {
   // scatters, reduce_scatter and all_to_all(v), each one MPI call.
   Work reduce_to_root(const Reduction& r, MPI_Comm comm, Completion how);
   Work reduce_scatter(const Reduction& r, MPI_Comm comm, Completion how);
-  // Blocking: MPI_Reduce_scatter. Async: one MPI_Ireduce per rank with a block, rooted at that rank,
-  // all in flight at once: libnbc's MPI_Ireduce_scatter reduces everything to rank 0 and scatters from
-  // there, twice the traffic of the others on rank 0's link.
+  // Blocking, with blocking collectives on: MPI_Reduce_scatter. Otherwise one MPI_Ireduce per rank
+  // with a block, rooted at that rank, all in flight at once: libnbc's MPI_Ireduce_scatter reduces
+  // everything to rank 0 and scatters from there, twice the traffic of the others on rank 0's link.
   Work reduce_scatter_v(const Reduction& r, MPI_Comm comm, Completion how);
   Work gather_to_root(const Gathering& g, MPI_Comm comm, Completion how);
   Work scatter_from_root(const Distribution& d, MPI_Comm comm, Completion how);

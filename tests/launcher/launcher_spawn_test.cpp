@@ -3,7 +3,6 @@
 // Workers check their own state and throw on a mismatch (spawn then fails with the worker's rank and
 // message); what the test process must see is written to files in a scratch directory.
 #include <gtest/gtest.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -118,7 +117,7 @@ TEST(Spawn, WorkersGetAThreadBudgetUnlessTheUserSetOne) {
     write_text(out + "/omp" + std::to_string(idist::get_rank()), env_or("OMP_NUM_THREADS", "<unset>"));
   };
   idist::spawn("gloo", record, dir.path(), options(2));
-  const int cores = int(std::thread::hardware_concurrency());
+  const int cores = int(idist::launcher::allowed_cpus().size());  // the CPUs the launcher may run on
   const std::string expected = std::to_string(std::max(1, cores / 2));
   EXPECT_EQ(read_text(dir.file("omp0")), expected);
   EXPECT_EQ(read_text(dir.file("omp1")), expected);
@@ -133,17 +132,6 @@ TEST(Spawn, WorkersGetAThreadBudgetUnlessTheUserSetOne) {
     unsetenv("OMP_NUM_THREADS");
 }
 
-// The CPUs this process may run on, ascending.
-std::vector<int> allowed_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (::sched_getaffinity(0, sizeof set, &set) == 0)
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  return cpus;
-}
-
 std::string cpu_list(const std::vector<int>& cpus) {
   std::string out;
   for (int c : cpus) out += (out.empty() ? "" : ",") + std::to_string(c);
@@ -152,10 +140,10 @@ std::string cpu_list(const std::vector<int>& cpus) {
 
 TEST(Spawn, PinsEachWorkerToItsShareOfTheCpusLikeMpirun) {
   ScratchDir dir;
-  const std::vector<int> mine = allowed_cpus();
+  const std::vector<int> mine = idist::launcher::allowed_cpus();
   ASSERT_FALSE(mine.empty());
   const auto record = [](int, const std::string& out) {
-    write_text(out + "/cpus" + std::to_string(idist::get_rank()), cpu_list(allowed_cpus()));
+    write_text(out + "/cpus" + std::to_string(idist::get_rank()), cpu_list(idist::launcher::allowed_cpus()));
   };
   ScopedEnv env;
   env.set("IDIST_SPAWN_BIND", "1");  // the default, whatever the caller's environment holds
