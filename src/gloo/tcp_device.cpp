@@ -1,6 +1,15 @@
 #include "gloo/tcp_device.hpp"
 
 #include <gloo/transport/tcp/device.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <regex>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -8,17 +17,55 @@
 
 namespace idist::gloo_backend {
 
+std::optional<int> loop_nice_from_env() {
+  const char* v = std::getenv("IDIST_GLOO_LOOP_NICE");
+  if (v == nullptr || *v == '\0') return kDefaultLoopNice;
+  if (std::strcmp(v, "off") == 0 || std::strcmp(v, "0") == 0) return std::nullopt;
+  static const std::regex form("[0-9]{1,2}");
+  if (std::regex_match(v, form)) {
+    const int nice = std::atoi(v);
+    if (nice >= 1 && nice <= 19) return nice;
+  }
+  throw ValueError(
+      fmt::format("IDIST_GLOO_LOOP_NICE should be a nice value from 1 to 19, or 'off' (or 0) to leave Gloo's "
+                  "transport thread at the caller's priority, but given '{}'",
+                  v));
+}
+
 std::shared_ptr<gloo::transport::Device> make_tcp_device(const rendezvous::InterfaceChoice& where) {
+  const std::optional<int> loop_nice = loop_nice_from_env();
   gloo::transport::tcp::attr attr;
   attr.hostname = where.address;  // an address, never a name that might resolve to the loopback
-  try {
-    return gloo::transport::tcp::CreateDevice(attr);
-  } catch (const std::exception& e) {
-    throw BackendError(
-        fmt::format("gloo: cannot create the TCP transport on {}: {} (set GLOO_SOCKET_IFNAME to the "
-                    "network interface to use)",
-                    where.describe(), e.what()));
+  std::shared_ptr<gloo::transport::Device> device;
+  std::exception_ptr failure;
+  // The device starts its event-loop thread in its constructor, and a new thread inherits its
+  // creator's nice value (and CPU affinity). Gloo's loop spins on a level-triggered socket while a
+  // user thread holds the pair's lock; on a core shared with that user thread the spin takes the
+  // CPU from the very thread it waits for. Constructing the device on a short-lived thread whose own
+  // priority is lowered gives only the loop thread the low weight, without touching the caller's
+  // (raising one's own nice value needs no privilege; lowering it back would).
+  std::thread([&] {
+    if (loop_nice) {
+      const int own = (errno = 0, ::getpriority(PRIO_PROCESS, 0));
+      if (errno == 0 && own < *loop_nice) ::setpriority(PRIO_PROCESS, ::gettid(), *loop_nice);
+    }
+    try {
+      device = gloo::transport::tcp::CreateDevice(attr);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }).join();
+  if (failure) {
+    try {
+      std::rethrow_exception(failure);
+    } catch (const std::exception& e) {
+      throw BackendError(
+          fmt::format("gloo: cannot create the TCP transport on {}: {} (set GLOO_SOCKET_IFNAME to the "
+                      "network interface to use)",
+                      where.describe(), e.what()));
+    }
   }
+  return device;
 }
 
 }  // namespace idist::gloo_backend
