@@ -1,0 +1,129 @@
+// Gloo's TCP device as idist creates it (an internal: the test sees src/): its event-loop thread runs
+// at the nice value IDIST_GLOO_LOOP_NICE asks for (19 by default) with the caller's CPU affinity,
+// while the calling thread keeps its own priority; "off" leaves the loop at the caller's priority;
+// anything else is refused by name.
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "gloo/tcp_device.hpp"
+#include "idist/error.hpp"
+
+namespace {
+
+using idist::gloo_backend::loop_nice_from_env;
+using idist::gloo_backend::make_tcp_device;
+
+std::set<pid_t> threads_of_this_process() {
+  std::set<pid_t> tids;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task"))
+    tids.insert(pid_t(std::stol(e.path().filename().string())));
+  return tids;
+}
+
+int nice_of(pid_t tid) {
+  errno = 0;
+  const int n = ::getpriority(PRIO_PROCESS, id_t(tid));
+  EXPECT_EQ(errno, 0) << "getpriority(" << tid << ")";
+  return n;
+}
+
+// Restores (or removes) an environment variable when the test ends.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value)
+      ::setenv(name, value, 1);
+    else
+      ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      ::setenv(name_, old_->c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+const idist::rendezvous::InterfaceChoice kLoopback{"lo", "127.0.0.1", "test"};
+
+// Creates a device and returns the nice value of the one thread it started.
+int loop_thread_nice() {
+  const std::set<pid_t> before = threads_of_this_process();
+  auto device = make_tcp_device(kLoopback);
+  std::set<pid_t> started;
+  for (pid_t t : threads_of_this_process())
+    if (!before.count(t)) started.insert(t);
+  EXPECT_EQ(started.size(), 1u) << "the device starts exactly one thread (its event loop); the helper "
+                                   "thread that created it has ended";
+  if (started.empty()) return -100;
+  const pid_t loop = *started.begin();
+  cpu_set_t mine, theirs;
+  EXPECT_EQ(::sched_getaffinity(0, sizeof mine, &mine), 0);
+  EXPECT_EQ(::sched_getaffinity(loop, sizeof theirs, &theirs), 0);
+  EXPECT_TRUE(CPU_EQUAL(&mine, &theirs)) << "the loop thread keeps the caller's CPU affinity";
+  return nice_of(loop);
+}
+
+TEST(GlooTcpDevice, LoopThreadRunsAtNice19ByDefaultAndTheCallerKeepsItsPriority) {
+  ScopedEnv env("IDIST_GLOO_LOOP_NICE", nullptr);
+  const int own = nice_of(::gettid());
+  EXPECT_EQ(loop_thread_nice(), std::max(own, 19)) << "never below the caller's own priority";
+  EXPECT_EQ(nice_of(::gettid()), own) << "the calling thread's priority is untouched";
+}
+
+TEST(GlooTcpDevice, LoopNiceFollowsTheVariable) {
+  const int own = nice_of(::gettid());
+  {
+    ScopedEnv env("IDIST_GLOO_LOOP_NICE", "off");
+    EXPECT_EQ(loop_thread_nice(), own);
+  }
+  {
+    ScopedEnv env("IDIST_GLOO_LOOP_NICE", "12");
+    EXPECT_EQ(loop_thread_nice(), std::max(own, 12));
+  }
+}
+
+TEST(GlooTcpDevice, LoopNiceVariableIsParsedOrRefusedByName) {
+  {
+    ScopedEnv env("IDIST_GLOO_LOOP_NICE", "");
+    EXPECT_EQ(loop_nice_from_env(), std::optional<int>(idist::gloo_backend::kDefaultLoopNice));
+  }
+  for (const char* off : {"off", "0"}) {
+    ScopedEnv env("IDIST_GLOO_LOOP_NICE", off);
+    EXPECT_EQ(loop_nice_from_env(), std::nullopt) << off;
+  }
+  {
+    ScopedEnv env("IDIST_GLOO_LOOP_NICE", "7");
+    EXPECT_EQ(loop_nice_from_env(), std::optional<int>(7));
+  }
+  for (const char* bad : {"20", "-5", "high", "1.5", " 3"}) {
+    ScopedEnv env("IDIST_GLOO_LOOP_NICE", bad);
+    try {
+      (void)loop_nice_from_env();
+      ADD_FAILURE() << "IDIST_GLOO_LOOP_NICE='" << bad << "' was accepted";
+    } catch (const idist::ValueError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("IDIST_GLOO_LOOP_NICE"), std::string::npos) << what;
+      EXPECT_NE(what.find(std::string("'") + bad + "'"), std::string::npos) << what;
+      EXPECT_NE(what.find("1 to 19"), std::string::npos) << what;
+    }
+    EXPECT_THROW((void)make_tcp_device(kLoopback), idist::ValueError) << bad;
+  }
+}
+
+}  // namespace
