@@ -1,6 +1,8 @@
 #include "collectives/measure.hpp"
 
+#include <algorithm>
 #include <functional>
+#include <numeric>
 #include <span>
 
 #include "common/timing.hpp"
@@ -151,12 +153,26 @@ Measurement measure(const std::string& op, std::size_t bytes, const std::vector<
 
   std::vector<std::vector<double>> samples(nv);
   for (auto& s : samples) s.reserve(std::size_t(schedule.iters));
+  // The order of the variants within a block cycles through every permutation (up to 4 variants;
+  // beyond, a rotation), so that each variant follows each other one equally often. A plain rotation
+  // of three variants puts one variant after the same predecessor in two blocks of three, and the
+  // state a call leaves behind (caches, the single-copy path) then biases that variant's times.
+  std::vector<std::vector<std::size_t>> orders;
+  std::vector<std::size_t> order(nv);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  if (nv <= 4) {
+    do orders.push_back(order);
+    while (std::next_permutation(order.begin(), order.end()));
+  } else {
+    for (std::size_t r = 0; r < nv; ++r, std::rotate(order.begin(), order.begin() + 1, order.end()))
+      orders.push_back(order);
+  }
   const int blocks = std::min(schedule.blocks, schedule.iters);
   for (int b = 0; b < blocks; ++b) {
     // Block b has iters/blocks iterations (the first iters%blocks blocks one more).
     const int len = schedule.iters / blocks + (b < schedule.iters % blocks ? 1 : 0);
     for (std::size_t j = 0; j < nv; ++j) {
-      const std::size_t k = (std::size_t(b) + j) % nv;  // rotate who goes first
+      const std::size_t k = orders[std::size_t(b) % orders.size()][j];
       align();
       for (int i = 0; i < len; ++i) {
         const auto t0 = Clock::now();

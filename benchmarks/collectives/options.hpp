@@ -21,7 +21,7 @@ struct CollectivesOptions {
   int warmup_large = 10;               ///< OSU's COLL_SKIP_LARGE
   std::size_t large_threshold = 8192;  ///< OSU's LARGE_MESSAGE_SIZE, bytes
   double iters_scale = 1.0;            ///< multiplies every iteration count (smoke tests: 0.01)
-  int blocks = 50;                     ///< alternating blocks per variant (capped at the iterations)
+  int blocks = 48;                     ///< alternating blocks per variant (capped at the iterations)
   bool nonblocking_baseline = true;    ///< mpi: also time MPI_I<op> + MPI_Wait
   bool mpi_polled = false;  ///< mpi: InitOptions::mpi_blocking_collectives = false (files labelled mpi_polled)
   std::string

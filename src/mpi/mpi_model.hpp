@@ -54,9 +54,10 @@ struct MpiSettings {
   /// bytes are posted as chunks of this size (0: never); see MPIModel::all_reduce().
   std::size_t progress_chunk_bytes = std::size_t(4) << 20;
   /// Blocking all-reduces larger than this many bytes are issued as consecutive MPI_Allreduce calls
-  /// of this size (0: whole); std::nullopt: 1 MiB on one node of at most 4 ranks, else whole. On one
-  /// node Open MPI's blocking all-reduce of large buffers is faster in 1 MiB calls than whole
-  /// (docs/performance.md, "Figures behind the defaults").
+  /// of this size (0: whole); std::nullopt: 1 MiB on one node of at most 4 ranks when Open MPI's
+  /// shared-memory transport copies twice (btl_vader_single_copy_mechanism none, as in containers),
+  /// else whole. There Open MPI's blocking all-reduce of large buffers is faster in 1 MiB calls than
+  /// whole; with a single-copy mechanism it is not (docs/performance.md, "Figures behind the defaults").
   std::optional<std::size_t> blocking_chunk_bytes;
   /// The progress thread's sleep between two rounds of MPI_Testall over the pending collectives.
   /// Each round costs the rank's cores CPU time that backward needs, so a longer sleep exposed less of

@@ -17,6 +17,7 @@
 #include "idist/context.hpp"
 #include "idist/error.hpp"
 #include "mpi/mpi_model.hpp"
+#include "mpi/single_copy.hpp"
 #include "mpi/watchdog.hpp"
 #include "mpi_env.hpp"
 #include "support/error_message.hpp"
@@ -134,13 +135,26 @@ TEST(MpiBlocking, BlockingChunkTakesANonNegativeByteCount) {
             std::string::npos);
 }
 
-// On one node of at most 4 ranks a blocking all-reduce above 1 MiB is a sequence of 1 MiB calls: the
+// The single-copy probe reads what mpirun was told: "none" is seen as none; where the test is run with
+// a single-copy mechanism on purpose (IDIST_TEST_EXPECT_SINGLE_COPY=1), it is seen.
+TEST(MpiBlocking, SingleCopyProbeSeesOpenMpisSetting) {
+  const bool single_copy = idist::mpi_backend::shared_memory_single_copy();
+  const char* asked = std::getenv("OMPI_MCA_btl_vader_single_copy_mechanism");
+  if (asked && std::string(asked) == "none") EXPECT_FALSE(single_copy);
+  if (const char* e = std::getenv("IDIST_TEST_EXPECT_SINGLE_COPY"); e && std::string(e) == "1")
+    EXPECT_TRUE(single_copy) << "mpirun was given btl_vader_single_copy_mechanism " << (asked ? asked : "(default)");
+  EXPECT_EQ(idist::mpi_backend::shared_memory_single_copy(), single_copy) << "a second probe reads the same";
+}
+
+// On one node of at most 4 ranks where Open MPI copies through shared memory twice, a blocking
+// all-reduce above 1 MiB is a sequence of 1 MiB calls (with a single-copy mechanism, one call): the
 // chunk edges (and a last partial chunk) must not show in the result.
 TEST(MpiBlocking, OneNodeBlockingAllReduceInChunksIsExact) {
   auto* m = dynamic_cast<idist::mpi_backend::MPIModel*>(&idist::current_model());
   ASSERT_NE(m, nullptr);
+  const bool chunked = idist::get_world_size() <= 4 && !idist::mpi_backend::shared_memory_single_copy();
   if (!std::getenv("IDIST_MPI_BLOCKING_CHUNK_BYTES"))
-    EXPECT_EQ(m->blocking_chunk_bytes(), idist::get_world_size() <= 4 ? std::size_t(1) << 20 : 0u);
+    EXPECT_EQ(m->blocking_chunk_bytes(), chunked ? std::size_t(1) << 20 : 0u);
   const int n = idist::get_world_size();
   const int r = idist::get_rank();
   const std::size_t count = 2 * (std::size_t(1) << 18) + 12345;  // 2 MiB of floats and a partial chunk
