@@ -17,9 +17,9 @@
 
 namespace idist::gloo_backend {
 
-std::optional<int> loop_nice_from_env() {
+std::optional<int> loop_nice_from_env(int nnodes) {
   const char* v = std::getenv("IDIST_GLOO_LOOP_NICE");
-  if (v == nullptr || *v == '\0') return kDefaultLoopNice;
+  if (v == nullptr || *v == '\0') return nnodes == 1 ? std::optional<int>(kDefaultLoopNice) : std::nullopt;
   if (std::strcmp(v, "off") == 0 || std::strcmp(v, "0") == 0) return std::nullopt;
   static const std::regex form("[0-9]{1,2}");
   if (std::regex_match(v, form)) {
@@ -32,8 +32,8 @@ std::optional<int> loop_nice_from_env() {
                   v));
 }
 
-std::shared_ptr<gloo::transport::Device> make_tcp_device(const rendezvous::InterfaceChoice& where) {
-  const std::optional<int> loop_nice = loop_nice_from_env();
+std::shared_ptr<gloo::transport::Device> make_tcp_device(const rendezvous::InterfaceChoice& where,
+                                                        std::optional<int> loop_nice) {
   gloo::transport::tcp::attr attr;
   attr.hostname = where.address;  // an address, never a name that might resolve to the loopback
   std::shared_ptr<gloo::transport::Device> device;

@@ -4,11 +4,15 @@
 // short waits that leave the operation running, group communicators that non-members never join,
 // zero-length and large (multi-segment) buffers, and that MPI is never initialized.
 #include <dlfcn.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdint>
+#include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <numeric>
 #include <thread>
 #include <vector>
@@ -39,6 +43,25 @@ TEST(GlooBackend, TopologyMatchesTheEnvironment) {
   // Every rank agrees on the topology.
   const std::vector<int> nproc = idist::all_gather(idist::get_nproc_per_node());
   for (int v : nproc) EXPECT_EQ(v, idist::get_nproc_per_node());
+}
+
+// With IDIST_GLOO_LOOP_NICE unset, exactly one thread of a rank runs at nice 19 on one node (Gloo's
+// transport loop) and none across nodes; the test's own thread keeps its priority.
+TEST(GlooBackend, TransportThreadRunsAtLowestPriorityOnOneNode) {
+  ASSERT_EQ(std::getenv("IDIST_GLOO_LOOP_NICE"), nullptr) << "this test checks the default";
+  errno = 0;
+  const int own = ::getpriority(PRIO_PROCESS, id_t(::gettid()));
+  ASSERT_EQ(errno, 0);
+  ASSERT_LT(own, 19) << "the test runs at nice " << own;
+  int at_19 = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+    const auto tid = id_t(std::stol(e.path().filename().string()));
+    errno = 0;
+    const int n = ::getpriority(PRIO_PROCESS, tid);
+    if (errno == 0 && n == 19) ++at_19;
+  }
+  EXPECT_EQ(at_19, idist::get_nnodes() == 1 ? 1 : 0)
+      << "threads at nice 19 in a world of " << idist::get_nnodes() << " node(s)";
 }
 
 TEST(GlooBackend, MpiIsNeverInitialized) {

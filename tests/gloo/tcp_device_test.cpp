@@ -1,7 +1,7 @@
 // Gloo's TCP device as idist creates it (an internal: the test sees src/): its event-loop thread runs
-// at the nice value IDIST_GLOO_LOOP_NICE asks for (19 by default) with the caller's CPU affinity,
-// while the calling thread keeps its own priority; "off" leaves the loop at the caller's priority;
-// anything else is refused by name.
+// at the nice value IDIST_GLOO_LOOP_NICE asks for (by default 19 on one node, the caller's across
+// nodes) with the caller's CPU affinity, while the calling thread keeps its own priority; "off" leaves
+// the loop at the caller's priority; anything else is refused by name.
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/resource.h>
@@ -61,10 +61,10 @@ class ScopedEnv {
 
 const idist::rendezvous::InterfaceChoice kLoopback{"lo", "127.0.0.1", "test"};
 
-// Creates a device and returns the nice value of the one thread it started.
-int loop_thread_nice() {
+// Creates a device whose loop runs at `nice` and returns the nice value of the one thread it started.
+int loop_thread_nice(std::optional<int> nice) {
   const std::set<pid_t> before = threads_of_this_process();
-  auto device = make_tcp_device(kLoopback);
+  auto device = make_tcp_device(kLoopback, nice);
   std::set<pid_t> started;
   for (pid_t t : threads_of_this_process())
     if (!before.count(t)) started.insert(t);
@@ -79,10 +79,10 @@ int loop_thread_nice() {
   return nice_of(loop);
 }
 
-TEST(GlooTcpDevice, LoopThreadRunsAtNice19ByDefaultAndTheCallerKeepsItsPriority) {
+TEST(GlooTcpDevice, OnOneNodeTheLoopThreadRunsAtNice19AndTheCallerKeepsItsPriority) {
   ScopedEnv env("IDIST_GLOO_LOOP_NICE", nullptr);
   const int own = nice_of(::gettid());
-  EXPECT_EQ(loop_thread_nice(), std::max(own, 19)) << "never below the caller's own priority";
+  EXPECT_EQ(loop_thread_nice(loop_nice_from_env(1)), std::max(own, 19)) << "never below the caller's own priority";
   EXPECT_EQ(nice_of(::gettid()), own) << "the calling thread's priority is untouched";
 }
 
@@ -90,31 +90,38 @@ TEST(GlooTcpDevice, LoopNiceFollowsTheVariable) {
   const int own = nice_of(::gettid());
   {
     ScopedEnv env("IDIST_GLOO_LOOP_NICE", "off");
-    EXPECT_EQ(loop_thread_nice(), own);
+    EXPECT_EQ(loop_thread_nice(loop_nice_from_env(1)), own);
   }
   {
     ScopedEnv env("IDIST_GLOO_LOOP_NICE", "12");
-    EXPECT_EQ(loop_thread_nice(), std::max(own, 12));
+    EXPECT_EQ(loop_thread_nice(loop_nice_from_env(2)), std::max(own, 12));
+  }
+  {
+    ScopedEnv env("IDIST_GLOO_LOOP_NICE", nullptr);
+    EXPECT_EQ(loop_thread_nice(loop_nice_from_env(2)), own) << "across nodes the loop keeps the caller's priority";
   }
 }
 
 TEST(GlooTcpDevice, LoopNiceVariableIsParsedOrRefusedByName) {
   {
     ScopedEnv env("IDIST_GLOO_LOOP_NICE", "");
-    EXPECT_EQ(loop_nice_from_env(), std::optional<int>(idist::gloo_backend::kDefaultLoopNice));
+    EXPECT_EQ(loop_nice_from_env(1), std::optional<int>(idist::gloo_backend::kDefaultLoopNice));
+    EXPECT_EQ(loop_nice_from_env(3), std::nullopt);
   }
   for (const char* off : {"off", "0"}) {
     ScopedEnv env("IDIST_GLOO_LOOP_NICE", off);
-    EXPECT_EQ(loop_nice_from_env(), std::nullopt) << off;
+    EXPECT_EQ(loop_nice_from_env(1), std::nullopt) << off;
+    EXPECT_EQ(loop_nice_from_env(2), std::nullopt) << off;
   }
   {
     ScopedEnv env("IDIST_GLOO_LOOP_NICE", "7");
-    EXPECT_EQ(loop_nice_from_env(), std::optional<int>(7));
+    EXPECT_EQ(loop_nice_from_env(1), std::optional<int>(7));
+    EXPECT_EQ(loop_nice_from_env(2), std::optional<int>(7));
   }
   for (const char* bad : {"20", "-5", "high", "1.5", " 3"}) {
     ScopedEnv env("IDIST_GLOO_LOOP_NICE", bad);
     try {
-      (void)loop_nice_from_env();
+      (void)loop_nice_from_env(1);
       ADD_FAILURE() << "IDIST_GLOO_LOOP_NICE='" << bad << "' was accepted";
     } catch (const idist::ValueError& e) {
       const std::string what = e.what();
@@ -122,7 +129,7 @@ TEST(GlooTcpDevice, LoopNiceVariableIsParsedOrRefusedByName) {
       EXPECT_NE(what.find(std::string("'") + bad + "'"), std::string::npos) << what;
       EXPECT_NE(what.find("1 to 19"), std::string::npos) << what;
     }
-    EXPECT_THROW((void)make_tcp_device(kLoopback), idist::ValueError) << bad;
+    EXPECT_THROW((void)loop_nice_from_env(2), idist::ValueError) << bad;
   }
 }
 
