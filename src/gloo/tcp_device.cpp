@@ -33,7 +33,7 @@ std::optional<int> loop_nice_from_env(int nnodes) {
 }
 
 std::shared_ptr<gloo::transport::Device> make_tcp_device(const rendezvous::InterfaceChoice& where,
-                                                        std::optional<int> loop_nice) {
+                                                         std::optional<int> loop_nice) {
   gloo::transport::tcp::attr attr;
   attr.hostname = where.address;  // an address, never a name that might resolve to the loopback
   std::shared_ptr<gloo::transport::Device> device;

@@ -31,6 +31,6 @@ std::optional<int> loop_nice_from_env(int nnodes);
 /// nullopt: the caller's), with the caller's CPU affinity.
 /// @throws BackendError naming the interface and address when the device cannot be created.
 std::shared_ptr<gloo::transport::Device> make_tcp_device(const rendezvous::InterfaceChoice& where,
-                                                        std::optional<int> loop_nice);
+                                                         std::optional<int> loop_nice);
 
 }  // namespace idist::gloo_backend

@@ -4,13 +4,13 @@
 // short waits that leave the operation running, group communicators that non-members never join,
 // zero-length and large (multi-segment) buffers, and that MPI is never initialized.
 #include <dlfcn.h>
+#include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <unistd.h>
-#include <gtest/gtest.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
-#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <numeric>
