@@ -49,8 +49,12 @@ bool read_single_copy() {
 }  // namespace
 
 bool shared_memory_single_copy() {
+  // Open MPI's MPI_T_init_thread overwrites the thread level MPI_Query_thread reports (and that MPI
+  // itself goes by) with the one it is given: ask for the level MPI runs at.
+  int level = MPI_THREAD_SINGLE;
+  if (MPI_Query_thread(&level) != MPI_SUCCESS) return false;
   int provided = 0;
-  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return false;
+  if (MPI_T_init_thread(level, &provided) != MPI_SUCCESS) return false;
   const bool single_copy = read_single_copy();
   MPI_T_finalize();
   return single_copy;

@@ -4,6 +4,7 @@
 // and the watchdog's bookkeeping.
 // The abort itself ends the job, so it is tested by mpi_watchdog_abort.cpp.
 #include <gtest/gtest.h>
+#include <mpi.h>
 
 #include <algorithm>
 #include <chrono>
@@ -138,7 +139,11 @@ TEST(MpiBlocking, BlockingChunkTakesANonNegativeByteCount) {
 // The single-copy probe reads what mpirun was told: "none" is seen as none; where the test is run with
 // a single-copy mechanism on purpose (IDIST_TEST_EXPECT_SINGLE_COPY=1), it is seen.
 TEST(MpiBlocking, SingleCopyProbeSeesOpenMpisSetting) {
+  int level_before = -1, level_after = -2;
+  MPI_Query_thread(&level_before);
   const bool single_copy = idist::mpi_backend::shared_memory_single_copy();
+  MPI_Query_thread(&level_after);
+  EXPECT_EQ(level_after, level_before) << "the probe's MPI_T session leaves MPI's thread level alone";
   const char* asked = std::getenv("OMPI_MCA_btl_vader_single_copy_mechanism");
   if (asked && std::string(asked) == "none") EXPECT_FALSE(single_copy);
   if (const char* e = std::getenv("IDIST_TEST_EXPECT_SINGLE_COPY"); e && std::string(e) == "1")
