@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "gloo/tcp_device.hpp"
 #include "idist/error.hpp"
@@ -63,6 +64,9 @@ const idist::rendezvous::InterfaceChoice kLoopback{"lo", "127.0.0.1", "test"};
 
 // Creates a device whose loop runs at `nice` and returns the nice value of the one thread it started.
 int loop_thread_nice(std::optional<int> nice) {
+  // A sanitizer's runtime starts its own background thread at the process's first thread creation:
+  // let that happen before counting.
+  std::thread([] {}).join();
   const std::set<pid_t> before = threads_of_this_process();
   auto device = make_tcp_device(kLoopback, nice);
   std::set<pid_t> started;
