@@ -86,8 +86,11 @@ MPIModel::MPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_
   }
   // Chunks pay where Open MPI copies through its shared-memory buffers twice; with a single-copy
   // mechanism (CMA) the whole call is as fast as the raw one and chunks cost up to 12 %.
-  blocking_chunk_ = settings.blocking_chunk_bytes.value_or(
-      nnodes() == 1 && world_size() <= 4 && !shared_memory_single_copy() ? std::size_t(1) << 20 : 0);
+  // (The probe opens an MPI_T session: only when the setting is left to idist.)
+  if (settings.blocking_chunk_bytes)
+    blocking_chunk_ = *settings.blocking_chunk_bytes;
+  else if (nnodes() == 1 && world_size() <= 4 && !shared_memory_single_copy())
+    blocking_chunk_ = std::size_t(1) << 20;
 }
 
 Device MPIModel::device() const {
