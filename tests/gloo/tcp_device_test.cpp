@@ -18,11 +18,15 @@
 
 #include "gloo/tcp_device.hpp"
 #include "idist/error.hpp"
+#include "support/error_message.hpp"
+#include "support/scoped_env.hpp"
 
 namespace {
 
 using idist::gloo_backend::loop_nice_from_env;
 using idist::gloo_backend::make_tcp_device;
+using idist::test::message_of;
+using idist::test::ScopedEnv;
 
 std::set<pid_t> threads_of_this_process() {
   std::set<pid_t> tids;
@@ -37,28 +41,6 @@ int nice_of(pid_t tid) {
   EXPECT_EQ(errno, 0) << "getpriority(" << tid << ")";
   return n;
 }
-
-// Restores (or removes) an environment variable when the test ends.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value)
-      ::setenv(name, value, 1);
-    else
-      ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      ::setenv(name_, old_->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 const idist::rendezvous::InterfaceChoice kLoopback{"lo", "127.0.0.1", "test"};
 
@@ -84,7 +66,8 @@ int loop_thread_nice(std::optional<int> nice) {
 }
 
 TEST(GlooTcpDevice, OnOneNodeTheLoopThreadRunsAtNice19AndTheCallerKeepsItsPriority) {
-  ScopedEnv env("IDIST_GLOO_LOOP_NICE", nullptr);
+  ScopedEnv env;
+  env.unset("IDIST_GLOO_LOOP_NICE");
   const int own = nice_of(::gettid());
   EXPECT_EQ(loop_thread_nice(loop_nice_from_env(1)), std::max(own, 19)) << "never below the caller's own priority";
   EXPECT_EQ(nice_of(::gettid()), own) << "the calling thread's priority is untouched";
@@ -93,46 +76,49 @@ TEST(GlooTcpDevice, OnOneNodeTheLoopThreadRunsAtNice19AndTheCallerKeepsItsPriori
 TEST(GlooTcpDevice, LoopNiceFollowsTheVariable) {
   const int own = nice_of(::gettid());
   {
-    ScopedEnv env("IDIST_GLOO_LOOP_NICE", "off");
+    ScopedEnv env;
+    env.set("IDIST_GLOO_LOOP_NICE", "off");
     EXPECT_EQ(loop_thread_nice(loop_nice_from_env(1)), own);
   }
   {
-    ScopedEnv env("IDIST_GLOO_LOOP_NICE", "12");
+    ScopedEnv env;
+    env.set("IDIST_GLOO_LOOP_NICE", "12");
     EXPECT_EQ(loop_thread_nice(loop_nice_from_env(2)), std::max(own, 12));
   }
   {
-    ScopedEnv env("IDIST_GLOO_LOOP_NICE", nullptr);
+    ScopedEnv env;
+    env.unset("IDIST_GLOO_LOOP_NICE");
     EXPECT_EQ(loop_thread_nice(loop_nice_from_env(2)), own) << "across nodes the loop keeps the caller's priority";
   }
 }
 
 TEST(GlooTcpDevice, LoopNiceVariableIsParsedOrRefusedByName) {
   {
-    ScopedEnv env("IDIST_GLOO_LOOP_NICE", "");
+    ScopedEnv env;
+    env.set("IDIST_GLOO_LOOP_NICE", "");
     EXPECT_EQ(loop_nice_from_env(1), std::optional<int>(idist::gloo_backend::kDefaultLoopNice));
     EXPECT_EQ(loop_nice_from_env(3), std::nullopt);
   }
   for (const char* off : {"off", "0"}) {
-    ScopedEnv env("IDIST_GLOO_LOOP_NICE", off);
+    ScopedEnv env;
+    env.set("IDIST_GLOO_LOOP_NICE", off);
     EXPECT_EQ(loop_nice_from_env(1), std::nullopt) << off;
     EXPECT_EQ(loop_nice_from_env(2), std::nullopt) << off;
   }
   {
-    ScopedEnv env("IDIST_GLOO_LOOP_NICE", "7");
+    ScopedEnv env;
+    env.set("IDIST_GLOO_LOOP_NICE", "7");
     EXPECT_EQ(loop_nice_from_env(1), std::optional<int>(7));
     EXPECT_EQ(loop_nice_from_env(2), std::optional<int>(7));
   }
   for (const char* bad : {"20", "-5", "high", "1.5", " 3"}) {
-    ScopedEnv env("IDIST_GLOO_LOOP_NICE", bad);
-    try {
-      (void)loop_nice_from_env(1);
-      ADD_FAILURE() << "IDIST_GLOO_LOOP_NICE='" << bad << "' was accepted";
-    } catch (const idist::ValueError& e) {
-      const std::string what = e.what();
-      EXPECT_NE(what.find("IDIST_GLOO_LOOP_NICE"), std::string::npos) << what;
-      EXPECT_NE(what.find(std::string("'") + bad + "'"), std::string::npos) << what;
-      EXPECT_NE(what.find("1 to 19"), std::string::npos) << what;
-    }
+    ScopedEnv env;
+    env.set("IDIST_GLOO_LOOP_NICE", bad);
+    const std::string what = message_of([] { (void)loop_nice_from_env(1); });
+    EXPECT_NE(what, "") << "IDIST_GLOO_LOOP_NICE='" << bad << "' was accepted";
+    EXPECT_NE(what.find("IDIST_GLOO_LOOP_NICE"), std::string::npos) << what;
+    EXPECT_NE(what.find(std::string("'") + bad + "'"), std::string::npos) << what;
+    EXPECT_NE(what.find("1 to 19"), std::string::npos) << what;
     EXPECT_THROW((void)loop_nice_from_env(2), idist::ValueError) << bad;
   }
 }

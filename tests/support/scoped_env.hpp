@@ -8,7 +8,7 @@
 
 namespace idist::test {
 
-/// Sets variables with set(); the destructor restores every one, in reverse order.
+/// Sets variables with set() or removes them with unset(); the destructor restores every one, in reverse order.
 class ScopedEnv {
  public:
   ScopedEnv() = default;
@@ -20,6 +20,14 @@ class ScopedEnv {
     const char* old = std::getenv(name);
     saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
     ::setenv(name, value.c_str(), 1);
+    return *this;
+  }
+
+  /// Removes `name` from the environment for the lifetime of this object.
+  ScopedEnv& unset(const char* name) {
+    const char* old = std::getenv(name);
+    saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+    ::unsetenv(name);
     return *this;
   }
 
