@@ -52,6 +52,13 @@ if(NOT IDIST_WITH_TORCH STREQUAL "OFF")
   find_package(Torch QUIET)
 endif()
 idist_resolve(TORCH TORCH_FOUND)
+# Whether the LibTorch found was built with CUDA (PyTorch's downloads and wheels; Debian's is CPU-only):
+# its CMake config then lists its CUDA libraries.
+set(IDIST_TORCH_HAS_CUDA OFF)
+if(IDIST_HAVE_TORCH AND (TARGET c10_cuda OR TORCH_CUDA_LIBRARIES))
+  set(IDIST_TORCH_HAS_CUDA ON)
+endif()
+message(STATUS "idist: LibTorch with CUDA = ${IDIST_TORCH_HAS_CUDA}")
 # Code compiled against LibTorch uses fmt header-only: LibTorch 2.x ships its own fmt headers in its
 # include directory, which then shadow the system's, and their symbols would not be in the system's
 # libfmt (LibTorch 2.11 bundles fmt 12; Debian 12 has fmt 9). Header-only, each target uses whichever

@@ -32,6 +32,10 @@ class WorkImpl {
   /// Blocks until the operation has finished or `deadline` passed; returns false on timeout.
   /// @throws BackendError (or another idist::Error) when the operation failed.
   virtual bool wait_until(std::chrono::steady_clock::time_point deadline) = 0;
+  /// Orders the caller's current device stream after the operation without blocking the host, where
+  /// the operation allows it (a GPU collective whose results stay on the device). Returns false when
+  /// the host has to wait instead (host results, a failed operation, a backend without streams).
+  virtual bool wait_on_stream() { return false; }
 };
 
 /// A WorkImpl completed by another thread (a backend's worker thread or watchdog) through
@@ -89,11 +93,28 @@ class Work {
   /// (MPI). The continuations may not have run yet: call wait() before reading the results.
   bool is_completed();
 
-  /// Blocks until the operation finished, then runs the continuations added with then().
+  /// Waits for the operation, then runs the continuations added with then() (torch.distributed's
+  /// `Work.wait(timeout)`).
+  ///
+  /// On the host backends (serial, mpi, gloo) and for nccl operations with host results, this blocks
+  /// until the operation finished. For an nccl operation whose results stay on the GPU, wait() without
+  /// a timeout makes the caller's current CUDA stream wait for it and returns without blocking the
+  /// host, as ProcessGroupNCCL's `work.wait()` does: work the caller then queues on that stream sees
+  /// the results, and a hung collective is reported by the watchdog (initialize()'s timeout) rather
+  /// than here. With a timeout, or with IDIST_NCCL_BLOCKING_WAIT=1, it blocks the host as well. The
+  /// host itself reads results after synchronize().
   /// @param timeout how long to wait from now; defaults to the timeout given at initialize().
   /// @throws TimeoutError naming the operation, rank and elapsed milliseconds when it does not finish
   ///         in time; BackendError when the backend reports a failure; what a continuation throws.
   void wait(std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+
+  /// Blocks the host until the operation finished on its device, then runs the continuations if
+  /// wait() has not (`torch.cuda.synchronize()` for this one operation). Equal to wait() on the host
+  /// backends; after a wait() that only ordered a stream, it blocks until the GPU is past the
+  /// operation.
+  /// @param timeout how long to wait from now; defaults to the timeout given at initialize().
+  /// @throws what wait() throws.
+  void synchronize(std::optional<std::chrono::milliseconds> timeout = std::nullopt);
 
   /// Adds `fn` to run once, on the waiting thread, after the operation completed successfully (at
   /// once when it already did and was waited for), e.g. copying a staging buffer back or decompressing
@@ -126,6 +147,8 @@ class Work {
 
  private:
   struct State;
+  void wait_on_host(std::optional<std::chrono::milliseconds> timeout);
+  void run_continuations();
   Work& add_continuation(std::function<void(std::any&)> fn, std::shared_ptr<void> keep_alive);
   void set_value(std::any value);
   const std::any* value_slot() const;

@@ -97,19 +97,18 @@ Work Work::after(Work first) {
 bool Work::is_completed() {
   if (!state_) return true;
   std::lock_guard lock(state_->mutex);
-  return state_->finished || !state_->impl || state_->impl->test();
+  // After a wait() that only ordered a stream the operation is still asked: the GPU may not be past it.
+  return !state_->impl || state_->impl->test();
 }
 
-void Work::wait(std::optional<std::chrono::milliseconds> timeout) {
-  if (!state_) return;
-  std::lock_guard lock(state_->mutex);
-  if (state_->finished) return;
+// Blocks until the backend operation finished (the state's mutex held), bounded from now.
+void Work::wait_on_host(std::optional<std::chrono::milliseconds> timeout) {
   // A completed operation is finished without reading the clock (a measurable share of a small
   // all-reduce on virtual machines): wait_until() then returns at once, rethrowing the operation's
   // error if it failed. Otherwise the wait is bounded from now on.
-  if (state_->impl && state_->impl->test()) {
+  if (state_->impl->test()) {
     state_->impl->wait_until(std::chrono::steady_clock::time_point::max());
-  } else if (state_->impl) {
+  } else {
     const auto limit = timeout ? *timeout : state_->timeout;
     const auto start = std::chrono::steady_clock::now();
     if (!state_->impl->wait_until(start + limit)) {
@@ -121,13 +120,37 @@ void Work::wait(std::optional<std::chrono::milliseconds> timeout) {
           op(), state_->rank, limit.count(), elapsed.count()));
     }
   }
-  state_->finished = true;
   state_->impl.reset();
-  // Each continuation runs once, in order, even when one of them throws (the rest are dropped).
+}
+
+// Marks the Work finished and runs each continuation once, in order, even when one of them throws
+// (the rest are dropped). The state's mutex is held.
+void Work::run_continuations() {
+  state_->finished = true;
   auto continuations = std::move(state_->continuations);
   state_->continuations.clear();
   for (auto& fn : continuations) fn(state_->value);
   state_->keep_alive.clear();
+}
+
+void Work::wait(std::optional<std::chrono::milliseconds> timeout) {
+  if (!state_) return;
+  std::lock_guard lock(state_->mutex);
+  if (state_->finished) {
+    // Finished on a stream only: a timeout asks for the host to wait too.
+    if (timeout && state_->impl) wait_on_host(timeout);
+    return;
+  }
+  // The operation stays referenced after a stream-only wait, for synchronize().
+  if (state_->impl && (timeout || state_->impl->test() || !state_->impl->wait_on_stream())) wait_on_host(timeout);
+  run_continuations();
+}
+
+void Work::synchronize(std::optional<std::chrono::milliseconds> timeout) {
+  if (!state_) return;
+  std::lock_guard lock(state_->mutex);
+  if (state_->impl) wait_on_host(timeout);
+  if (!state_->finished) run_continuations();
 }
 
 Work& Work::add_continuation(std::function<void(std::any&)> fn, std::shared_ptr<void> keep_alive) {

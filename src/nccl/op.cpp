@@ -30,6 +30,7 @@ Op::Op(OpType op, std::shared_ptr<Communicator> comm, const OpContext& ctx)
   state_->comm = comm_;
   state_->start = OpState::Clock::now();
   state_->deadline = state_->start + ctx_.timeout;
+  state_->keep_alive = take_held();
   lock_ = comm_->lock_for_issue();
   // The collective reads what the caller's stream produced: order it after that stream's work.
   auto caller = static_cast<cudaStream_t>(caller_stream(comm_->info().device));

@@ -1,5 +1,7 @@
 #include "nccl/work.hpp"
 
+#include <cstdlib>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
@@ -53,6 +55,31 @@ bool NcclWork::test() {
 }
 
 bool NcclWork::wait_until(std::chrono::steady_clock::time_point deadline) { return state_->wait_until(deadline); }
+
+namespace {
+// TORCH_NCCL_BLOCKING_WAIT's counterpart: every wait() blocks the host, read once per process.
+bool blocking_wait() {
+  static const bool on = [] {
+    const char* v = std::getenv("IDIST_NCCL_BLOCKING_WAIT");
+    return v && std::string_view(v) == "1";
+  }();
+  return on;
+}
+}  // namespace
+
+bool NcclWork::wait_on_stream() { return !blocking_wait() && state_->order_caller_stream(); }
+
+bool OpState::order_caller_stream() {
+  {
+    std::lock_guard lock(mutex_);
+    if (!completed_ && !on_complete.empty()) return false;
+  }
+  if (comm->aborted()) return false;  // the host wait rethrows the communicator's failure
+  DeviceGuard guard(comm->info().device);
+  auto caller = static_cast<cudaStream_t>(caller_stream(comm->info().device));
+  check_cuda(cudaStreamWaitEvent(caller, end, 0), "cudaStreamWaitEvent on the caller's stream", to_string(op));
+  return true;
+}
 
 bool OpState::wait_until(Clock::time_point wait_deadline) {
   for (int round = 0;; ++round) {

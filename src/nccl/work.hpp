@@ -42,6 +42,9 @@ struct OpState {
   bool wait_until(Clock::time_point deadline);
   /// Runs on_complete once (after event_done()) and releases the staging memory.
   void complete();
+  /// Makes the caller's current stream wait for `end`. Returns false, leaving the host to wait, when
+  /// there are host results to copy out or the communicator was aborted.
+  bool order_caller_stream();
   /// The op ran past its deadline at `now`: requests the abort of its communicator with a
   /// TimeoutError naming the op, rank, communicator, limit and elapsed time (the first reason
   /// recorded wins). The watchdog carries out the abort.
@@ -62,6 +65,9 @@ class NcclWork final : public detail::WorkImpl {
   /// @throws the communicator's failure (TimeoutError / BackendError from the watchdog) when it was
   ///         aborted before the collective finished.
   bool wait_until(std::chrono::steady_clock::time_point deadline) override;
+  /// Makes the caller's current stream wait for the collective, unless it has host results to copy
+  /// out, its communicator was aborted, or IDIST_NCCL_BLOCKING_WAIT=1 asks for host waits.
+  bool wait_on_stream() override;
 
  private:
   std::shared_ptr<OpState> state_;

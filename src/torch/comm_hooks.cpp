@@ -5,6 +5,7 @@
 #include <memory>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include "idist/context.hpp"
 #include "idist/torch/collectives.hpp"

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include <ATen/core/grad_mode.h>
+
 #include <fmt/format.h>
 
 #include "idist/context.hpp"

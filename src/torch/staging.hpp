@@ -15,6 +15,7 @@
 #include "idist/op_type.hpp"
 #include "idist/torch/dtype.hpp"
 #include "idist/work.hpp"
+#include "torch/cuda_streams.hpp"
 
 namespace idist {
 
@@ -40,10 +41,12 @@ struct Staged {
 };
 
 /// Stages `t` for a collective on device `dev` (no copy when it already qualifies).
+/// A buffer on a GPU is held until the collective it is staged for completed there.
 inline Staged stage(const at::Tensor& t, c10::Device dev) {
   at::Tensor d = t.detach();  // shares storage; keeps the staging copy out of the autograd graph
-  if (d.device() == dev && d.is_contiguous()) return {d, false};
-  return {d.to(dev).contiguous(), true};
+  Staged s = d.device() == dev && d.is_contiguous() ? Staged{d, false} : Staged{d.to(dev).contiguous(), true};
+  hold_until_collective_done(s.buffer);
+  return s;
 }
 
 /// Adds to `w` the continuation that writes a staging copy back into `t` (or only keeps the

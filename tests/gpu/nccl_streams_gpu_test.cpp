@@ -1,6 +1,6 @@
 // Stream semantics of the nccl backend (docs/nccl.md): a collective runs after the work already
 // enqueued on the caller's stream, whichever stream that is; wait() orders the caller's stream after
-// the collective and synchronizes the host.
+// the collective without blocking the host, wait(timeout) and synchronize() block it.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -68,6 +68,31 @@ TEST_F(NcclStreams, IsCompletedTurnsTrueWithoutWaiting) {
   EXPECT_TRUE(w.is_completed());
   w.wait();
   EXPECT_EQ(d.host()[12345], float(get_world_size()));
+}
+
+TEST_F(NcclStreams, WaitOrdersTheStreamWithoutBlockingTheHost) {
+  DeviceBuffer<std::int32_t> d(std::vector<std::int32_t>(1024, 0));
+  IDIST_CUDA_OK(cudaLaunchHostFunc(nullptr, &hold_stream, nullptr));  // the stream is busy for 300 ms
+  IDIST_CUDA_OK(cudaMemsetAsync(d.data(), 0x01, d.size() * sizeof(std::int32_t), nullptr));
+  Work w = all_reduce_async(d.span());
+  const auto start = std::chrono::steady_clock::now();
+  w.wait();
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_FALSE(w.is_completed()) << "wait() returned after the collective: it blocked the host";
+  EXPECT_LT(waited, 250ms);
+  w.synchronize();  // the host waits now
+  EXPECT_TRUE(w.is_completed());
+  const std::vector<std::int32_t> out = d.host();
+  EXPECT_EQ(out.front(), kPattern * get_world_size());
+  EXPECT_EQ(out.back(), kPattern * get_world_size());
+}
+
+TEST_F(NcclStreams, WaitWithATimeoutBlocksTheHost) {
+  DeviceBuffer<std::int32_t> d(std::vector<std::int32_t>(1024, 0));
+  IDIST_CUDA_OK(cudaLaunchHostFunc(nullptr, &hold_stream, nullptr));
+  Work w = all_reduce_async(d.span());
+  w.wait(30s);  // as torch's work.wait(timeout): the host waits for the GPU
+  EXPECT_TRUE(w.is_completed());
 }
 
 TEST_F(NcclStreams, HostResultsAreValidWhenWaitReturns) {
