@@ -109,9 +109,10 @@ class Work {
   void wait(std::optional<std::chrono::milliseconds> timeout = std::nullopt);
 
   /// Blocks the host until the operation finished on its device, then runs the continuations if
-  /// wait() has not (`torch.cuda.synchronize()` for this one operation). Equal to wait() on the host
-  /// backends; after a wait() that only ordered a stream, it blocks until the GPU is past the
-  /// operation.
+  /// wait() has not: `torch.cuda.synchronize()` for this one operation (torch's own
+  /// `Work.synchronize()` only orders the current stream, as wait() does here). Equal to wait() on
+  /// the host backends; after a wait() that only ordered a stream, it blocks until the GPU is past
+  /// the operation.
   /// @param timeout how long to wait from now; defaults to the timeout given at initialize().
   /// @throws what wait() throws.
   void synchronize(std::optional<std::chrono::milliseconds> timeout = std::nullopt);
