@@ -52,7 +52,7 @@ std::shared_ptr<torch::nn::LinearImpl> seeded_model() {
 TEST(HowTo, BatchesOnTheDevice) {
   auto dataset = make_dataset();
   // [snippet:batches-on-device]
-  const torch::Device device = idist::device();    // cuda:<local rank> under nccl, else the CPU
+  const torch::Device device = idist::device();    // cuda:<local rank> where a GPU is visible, else the CPU
   auto model = idist::auto_model(seeded_model());  // moved to device, rank 0's weights everywhere
   auto optimizer = std::make_shared<torch::optim::SGD>(model->parameters(), 0.05);
   auto loader = idist::auto_dataloader(dataset, {.batch_size = 16, .shuffle = true});

@@ -48,6 +48,13 @@ for page in README.md docs/*.md; do
       }' "$page")
 done
 
+# A link to an image resolves to a file; the image must also be one (an empty file passes the above).
+for img in "$root"/docs/img/*.png; do
+  [ -e "$img" ] || continue
+  [ "$(head -c 8 "$img" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] ||
+    broken+=("${img#"$root"/}: not a PNG image (empty or damaged); redraw it with benchmarks/plot*.sh")
+done
+
 if [ ${#broken[@]} -gt 0 ]; then
   echo "link_check: ${#broken[@]} broken link(s) of $checked:"
   printf '  %s\n' "${broken[@]}"
