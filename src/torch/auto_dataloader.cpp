@@ -5,6 +5,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <c10/util/Type.h>
 #include <fmt/format.h>
+#include <torch/cuda.h>
 #include <torch/data/samplers/random.h>
 #include <torch/data/samplers/sequential.h>
 
@@ -70,6 +71,12 @@ void set_generator_state(const at::Tensor& state) {
 }
 
 }  // namespace
+
+bool pins_batches(const DataLoaderOptions& opts) {
+  // Pinned memory needs the CUDA host allocator; without CUDA, PyTorch too leaves batches pageable.
+  static const bool cuda = torch::cuda::is_available();
+  return opts.pin_memory.value_or(false) && cuda;
+}
 
 std::string sampler_name(const EpochSampler& s) {
   const auto* adapter = dynamic_cast<const EpochAdapter*>(&s);

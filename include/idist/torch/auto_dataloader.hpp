@@ -79,7 +79,8 @@ std::shared_ptr<EpochSampler> choose_sampler(const DataLoaderOptions& opts, std:
                                              int rank);
 
 /// A loader's iterator: LibTorch's, counting the batches handed out (the first time each is read)
-/// into the loader's progress, so that a checkpoint knows how far the epoch went.
+/// into the loader's progress, so that a checkpoint knows how far the epoch went, and pinning them
+/// then when the loader pins (DataLoaderOptions::pin_memory).
 template <class Batch>
 class CountingIterator {
  public:
@@ -89,9 +90,9 @@ class CountingIterator {
   using reference = Batch&;                           ///< iterator trait
   using iterator_category = std::input_iterator_tag;  ///< iterator trait
 
-  /// Wraps `it`; counts into `progress` (nullptr: the end sentinel).
-  CountingIterator(torch::data::Iterator<Batch> it, LoaderProgress* progress)
-      : it_(std::move(it)), progress_(progress) {}
+  /// Wraps `it`; counts into `progress` (nullptr: the end sentinel); pins each batch with `pin`.
+  CountingIterator(torch::data::Iterator<Batch> it, LoaderProgress* progress, bool pin = false)
+      : it_(std::move(it)), progress_(progress), pin_(pin) {}
   /// The current batch (fetched on first access).
   Batch& operator*() { return *count(); }
   /// The current batch's members.
@@ -110,13 +111,16 @@ class CountingIterator {
  private:
   Batch* count() {
     Batch* batch = &*it_;
-    if (!counted_ && progress_) progress_->consumed += progress_->batch_size;
+    if (counted_) return batch;
+    if (progress_) progress_->consumed += progress_->batch_size;
+    if (pin_) pin_batch(*batch);
     counted_ = true;
     return batch;
   }
 
   torch::data::Iterator<Batch> it_;
   LoaderProgress* progress_;
+  bool pin_;
   bool counted_ = false;
 };
 
@@ -167,7 +171,7 @@ class DataLoader {
   }
 
   /// Starts an epoch (resets the sampler; applies a position to resume at) and returns the first batch's iterator.
-  iterator begin() { return iterator(inner_->begin(), progress_.get()); }
+  iterator begin() { return iterator(inner_->begin(), progress_.get(), detail::pins_batches(options_)); }
   /// The end sentinel.
   iterator end() { return iterator(inner_->end(), nullptr); }
 
@@ -229,12 +233,12 @@ class DataLoader {
 ///   num_replicas=N, but world size is W") when it was built for another place in the world.
 /// Serial: the options as given, with a RandomSampler (shuffle) or SequentialSampler (the default,
 /// as ignite passes the options unchanged to the DataLoader, whose shuffle defaults to false).
-/// pin_memory defaults to true on CUDA devices. Logs the final options on rank 0, as ignite does
-/// (see detail::describe_loader). `dataset` is a LibTorch map-style batch dataset with a size,
-/// typically `MyDataset().map(torch::data::transforms::Stack<>())`; stream datasets take the
-/// overload in stream_dataloader.hpp. Such a stacked map over a StackedBatchDataset (a dataset with
-/// `get_stacked(indices)`) or over LibTorch's TensorDataset is fetched one batch per call, without
-/// per-example get() and Stack (the same batches, bitwise).
+/// pin_memory defaults to true on CUDA devices (see DataLoaderOptions::pin_memory). Logs the final
+/// options on rank 0, as ignite does (see detail::describe_loader). `dataset` is a LibTorch
+/// map-style batch dataset with a size, typically `MyDataset().map(torch::data::transforms::Stack<>())`;
+/// stream datasets take the overload in stream_dataloader.hpp. Such a stacked map over a
+/// StackedBatchDataset (a dataset with `get_stacked(indices)`) or over LibTorch's TensorDataset is
+/// fetched one batch per call, without per-example get() and Stack (the same batches, bitwise).
 /// @throws ValueError for batch_size 0 or a dataset without a size.
 template <class Dataset>
 requires(!detail::StreamDataset<Dataset>) DataLoader<Dataset> auto_dataloader(Dataset dataset,

@@ -54,7 +54,7 @@
 namespace idist {
 
 /// One user value of a checkpoint: an integer, a double, a string or a tensor (saved as a copy taken
-/// by save(); loaded onto the checkpoint's map_location).
+/// by save(); loaded as CheckpointOptions::map_location says).
 using CheckpointValue = std::variant<std::int64_t, double, std::string, torch::Tensor>;
 
 /// User values by name (any string).
@@ -96,7 +96,8 @@ struct LoadedCheckpoint {
 /// only the saving rank's archive is written, serialized before Checkpoint::save returns, so an
 /// object whose state is spread over the ranks gathers it on save_on_rank (which save() is not told:
 /// the object is built knowing it). load() runs on every rank with that archive. Tensors read in
-/// load() are on the checkpoint's map_location.
+/// load() are on the checkpoint's map_location (the host without one): load() moves them where the
+/// object keeps them.
 class Checkpointable {
  public:
   virtual ~Checkpointable() = default;
@@ -120,8 +121,15 @@ struct CustomItem {
 }  // namespace detail
 
 /// One named object of a checkpoint (an entry of ignite's `to_save`). Built implicitly from
-/// `{"name", object}`; the checkpoint shares ownership of modules, optimizers and Checkpointables,
-/// and a loader's position state and sampler.
+/// `{"name", object}`, the object given by holder or by reference:
+///
+///     auto model = std::make_shared<Net>();                              // a holder: shared
+///     torch::optim::SGD optimizer(model->parameters(), 0.1);             // on the stack: referred to
+///     idist::Checkpoint checkpoint(dir, {{"model", model}, {"optimizer", optimizer}});
+///
+/// Given by holder (std::shared_ptr, a LibTorch module holder), modules, optimizers and
+/// Checkpointables are shared by the checkpoint; given by reference, they are not owned and must
+/// outlive it. A loader's position state and sampler are always shared.
 class CheckpointItem {
  public:
   /// What the item refers to.
@@ -133,6 +141,10 @@ class CheckpointItem {
   template <std::derived_from<torch::nn::Module> M>
   CheckpointItem(std::string name, std::shared_ptr<M> module)  // NOLINT(google-explicit-constructor)
       : CheckpointItem(std::move(name), Target(std::shared_ptr<torch::nn::Module>(std::move(module)))) {}
+  /// A module by reference (not owned: it must outlive the checkpoint).
+  template <std::derived_from<torch::nn::Module> M>
+  requires(!std::is_const_v<M>) CheckpointItem(std::string name, M& module)  // NOLINT(google-explicit-constructor)
+      : CheckpointItem(std::move(name), Target(unowned<torch::nn::Module>(module))) {}
   /// A module held by a LibTorch module holder (torch::nn::Linear, ...).
   template <class M>
   CheckpointItem(std::string name, const torch::nn::ModuleHolder<M>& module)  // NOLINT
@@ -148,6 +160,11 @@ class CheckpointItem {
   template <std::derived_from<torch::optim::Optimizer> O>
   CheckpointItem(std::string name, std::shared_ptr<O> optimizer)  // NOLINT(google-explicit-constructor)
       : CheckpointItem(std::move(name), Target(std::shared_ptr<torch::optim::Optimizer>(std::move(optimizer)))) {}
+  /// An optimizer by reference, e.g. one built on the stack (not owned: it must outlive the
+  /// checkpoint); saved and loaded as by holder.
+  template <std::derived_from<torch::optim::Optimizer> O>
+  requires(!std::is_const_v<O>) CheckpointItem(std::string name, O& optimizer)  // NOLINT(google-explicit-constructor)
+      : CheckpointItem(std::move(name), Target(unowned<torch::optim::Optimizer>(optimizer))) {}
   /// An auto_dataloader loader: its epoch, the samples its batches handed out in it, and the
   /// generator state its epoch was drawn with, so that a resumed run continues that epoch mid-way
   /// (see DataLoader::set_epoch). Save after the step of the last batch read.
@@ -156,6 +173,8 @@ class CheckpointItem {
       : CheckpointItem(std::move(name), Target(detail::LoaderItem{loader.progress(), loader.sampler_ptr()})) {}
   /// An object that saves itself (shared).
   CheckpointItem(std::string name, std::shared_ptr<Checkpointable> object);
+  /// An object that saves itself, by reference (not owned: it must outlive the checkpoint).
+  CheckpointItem(std::string name, Checkpointable& object);
   /// An object that saves itself through two callables (see Checkpointable for when they run).
   CheckpointItem(std::string name, std::function<void(torch::serialize::OutputArchive&)> save,
                  std::function<void(torch::serialize::InputArchive&)> load);
@@ -174,6 +193,11 @@ class CheckpointItem {
  private:
   struct TargetTag {};
   CheckpointItem(TargetTag, std::string name, Target target);
+  // A pointer that does not own `object` (the aliasing constructor over an empty owner).
+  template <class Base, class T>
+  static std::shared_ptr<Base> unowned(T& object) {
+    return std::shared_ptr<Base>(std::shared_ptr<void>(), static_cast<Base*>(&object));
+  }
   std::string name_;
   Target target_;
 };
@@ -197,8 +221,15 @@ struct CheckpointOptions {
   /// state is copied in memory. At most one save is in flight; the next save(), wait(), load_latest()
   /// and the destructor wait for it. false: save() returns when the file is on disk.
   bool background_write = true;
-  /// Where loaded tensors (optimizer state, user tensors) are placed; modules are loaded by copy
-  /// into their own tensors. Default: idist::device().
+  /// torch.load's map_location: the device every loaded tensor is moved to first, so that a
+  /// checkpoint saved on GPUs loads on a CPU-only host and back. Whatever it is, each item then
+  /// takes its tensors where it keeps them, as PyTorch's load_state_dict does: a module copies them
+  /// into its own parameters and buffers (their device and dtype), an optimizer's state goes to its
+  /// parameter's device, floating state in the parameter's dtype (LibTorch's SGD, Adam, AdamW,
+  /// Adagrad, RMSprop, LBFGS and ZeroRedundancyOptimizer's local optimizer; step counts stay
+  /// integers). What stays where it is loaded: user tensor values, and the tensors a Checkpointable
+  /// reads. Unset (the default): the host, except user tensors saved from an accelerator, which go
+  /// to this rank's idist::device().
   std::optional<torch::Device> map_location{};
 };
 

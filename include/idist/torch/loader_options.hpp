@@ -11,7 +11,10 @@
 #include <string>
 #include <string_view>
 #include <typeinfo>
+#include <vector>
 
+#include <ATen/Tensor.h>
+#include <torch/data/example.h>
 #include <torch/data/samplers/base.h>
 
 #include "idist/detail/format.hpp"
@@ -35,9 +38,14 @@ struct DataLoaderOptions {
   std::optional<bool> shuffle = std::nullopt;
   /// Drop the last incomplete batch.
   bool drop_last = false;
-  /// Pinned host memory for batches; defaults to true when idist::device() is a CUDA device.
-  /// LibTorch's data loader has no pinned-memory option, so the resolved value is reported by
-  /// DataLoader::options() for the caller to act on (e.g. tensor.pin_memory()).
+  /// Pinned (page-locked) host memory for batches, PyTorch's DataLoader pin_memory: with it, the
+  /// loader hands out every batch with its CPU tensors pinned (the tensors of a Tensor batch, of an
+  /// Example's data and target, of a vector of those), so that a copy to the GPU with
+  /// `.to(device, /*non_blocking=*/true)` overlaps the computation. Pinning happens as the loop
+  /// reads the batch; tensors already pinned or on a device, and other batch types, are left as
+  /// they are. It needs CUDA: where torch::cuda::is_available() is false it is a no-op (the batches
+  /// stay in pageable memory, as PyTorch does with a warning). Unset: true when idist::device() is
+  /// a CUDA device (ignite's rule); DataLoader::options() reports the resolved value.
   std::optional<bool> pin_memory = std::nullopt;
   /// A sampler of dataset indices. With world size > 1 it is wrapped in DistributedProxySampler
   /// unless it is already distributed (DistributedSampler, DistributedProxySampler or LibTorch's
@@ -89,6 +97,34 @@ inline std::string describe_loader(std::string_view dataset_name, const DataLoad
       "pin_memory={}, sampler={}",
       dataset_name, o.batch_size, o.num_workers, o.shuffle.value_or(false), o.drop_last, o.pin_memory.value_or(false),
       sampler_name);
+}
+
+/// Whether a loader with the resolved options `opts` pins its batches: pin_memory is set and CUDA is
+/// available (torch::cuda::is_available()).
+bool pins_batches(const DataLoaderOptions& opts);
+
+/// Pins a CPU tensor's memory (a tensor already pinned, undefined or on a device stays as it is).
+inline void pin_batch(at::Tensor& t) {
+  if (t.defined() && t.device().is_cpu() && !t.is_pinned()) t = t.pin_memory();
+}
+/// Any other batch type: left as it is.
+template <class T>
+void pin_batch(T&) {}
+template <class Data, class Target>
+void pin_batch(torch::data::Example<Data, Target>& example);
+template <class T>
+void pin_batch(std::vector<T>& batch);
+
+/// Pins an Example's data and target.
+template <class Data, class Target>
+void pin_batch(torch::data::Example<Data, Target>& example) {
+  pin_batch(example.data);
+  pin_batch(example.target);
+}
+/// Pins every element of a vector batch (LibTorch's batch of examples without a collation).
+template <class T>
+void pin_batch(std::vector<T>& batch) {
+  for (T& element : batch) pin_batch(element);
 }
 
 }  // namespace detail

@@ -8,6 +8,7 @@
 /// get_rank()); the batch size and workers are still scaled by ignite's rules.
 
 #include <cstddef>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <type_traits>
@@ -30,6 +31,47 @@ namespace detail {
 /// A LibTorch stream dataset: its batches are requested by a count, not by indices.
 template <class D>
 concept StreamDataset = std::is_same_v<typename D::BatchRequestType, std::size_t>;
+
+/// A stream loader's iterator: LibTorch's, pinning each batch the first time it is read when the
+/// loader pins (DataLoaderOptions::pin_memory).
+template <class It>
+class PinningIterator {
+ public:
+  using difference_type = std::ptrdiff_t;                                      ///< iterator trait
+  using value_type = std::remove_reference_t<decltype(*std::declval<It&>())>;  ///< iterator trait
+  using pointer = value_type*;                                                 ///< iterator trait
+  using reference = value_type&;                                               ///< iterator trait
+  using iterator_category = std::input_iterator_tag;                           ///< iterator trait
+
+  /// Wraps `it`; pins each batch with `pin`.
+  PinningIterator(It it, bool pin) : it_(std::move(it)), pin_(pin) {}
+  /// The current batch (fetched on first access).
+  reference operator*() { return *pinned(); }
+  /// The current batch's members.
+  pointer operator->() { return pinned(); }
+  /// Moves to the next batch.
+  PinningIterator& operator++() {
+    ++it_;
+    done_ = false;
+    return *this;
+  }
+  /// Whether both are at the end (LibTorch's rule: only comparisons with the sentinel are defined).
+  bool operator==(const PinningIterator& other) const { return it_ == other.it_; }
+  /// Negation of ==.
+  bool operator!=(const PinningIterator& other) const { return !(*this == other); }
+
+ private:
+  pointer pinned() {
+    pointer batch = &*it_;
+    if (pin_ && !done_) pin_batch(*batch);
+    done_ = true;
+    return batch;
+  }
+
+  It it_;
+  bool pin_;
+  bool done_ = false;
+};
 
 }  // namespace detail
 
@@ -59,10 +101,13 @@ class StreamDataLoader {
     }
   }
 
+  /// LibTorch's iterator, wrapped to pin the batches (DataLoaderOptions::pin_memory).
+  using iterator = detail::PinningIterator<decltype(std::declval<Inner&>().begin())>;
+
   /// Starts an epoch and returns the first batch's iterator.
-  auto begin() { return inner_->begin(); }
+  iterator begin() { return iterator(inner_->begin(), detail::pins_batches(options_)); }
   /// The end sentinel.
-  auto end() { return inner_->end(); }
+  iterator end() { return iterator(inner_->end(), false); }
   /// The options after ignite's adaptation (per-rank batch size and workers, resolved pin_memory;
   /// no sampler).
   const DataLoaderOptions& options() const noexcept { return options_; }

@@ -46,12 +46,13 @@ struct ZeroRedundancyOptimizerOptions {
   /// the world).
   Group group{};
   /// PyTorch's parameters_as_bucket_view. true (idist's default; PyTorch's is false): every
-  /// trainable parameter becomes a view into one flat buffer holding the parameters grouped by
-  /// owner, so step() publishes the shards without copying parameters and with no extra memory
-  /// but this rank's shard (the send buffer). The parameters keep their tensor objects (their
-  /// storage changes, as `param.data = bucket_view` does in PyTorch): views taken from them before
-  /// the construction do not follow. false: the parameters keep their storage, and step() copies
-  /// through a staging buffer of the whole model's size.
+  /// trainable parameter becomes a view into one flat buffer (on the parameters' device, in their
+  /// dtype) holding the parameters grouped by owner, so step() publishes the shards without
+  /// copying parameters and with no extra memory but this rank's shard (the send buffer). The
+  /// parameters keep their tensor objects (their storage changes, as `param.data = bucket_view`
+  /// does in PyTorch): views taken from them before the construction do not follow. false: the
+  /// parameters keep their storage, and step() copies through a staging buffer of the whole
+  /// model's size (on the parameters' device too).
   bool parameters_as_bucket_view = true;
 };
 
@@ -165,8 +166,10 @@ class ZeroRedundancyOptimizer : public torch::optim::Optimizer {
   void save(torch::serialize::OutputArchive& archive, int to) const;
   /// Loads a state written by save() or save_consolidated() (at any group size), or by a plain
   /// torch::optim optimizer of the local optimizer's kind over the same parameters in the same
-  /// order: each rank takes the state of its own shard, moved to its parameters' devices. As
-  /// torch::optim's load, it restores the state (moments, step counts) and keeps the options.
+  /// order: each rank takes the state of its own shard, moved to its parameters' device, floating
+  /// state in their dtype (PyTorch's Optimizer.load_state_dict rule; step counts stay integers), so
+  /// a state saved on GPUs loads onto parameters on the CPU and back. As torch::optim's load, it
+  /// restores the state (moments, step counts) and keeps the options.
   /// Collective over the group: every member passes the same archive.
   /// @throws ValueError on every member when some member's archive is a stub of save(), lacks
   ///         an optimizer state, or holds another number of parameters (or other element counts).

@@ -1,11 +1,13 @@
 #include "torch/checkpoint/archive.hpp"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <c10/core/DeviceType.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -13,6 +15,9 @@
 #include <fmt/ranges.h>
 #include <torch/utils.h>
 
+#include "idist/context.hpp"
+#include "idist/torch/dtype.hpp"
+#include "torch/checkpoint/optimizer_state.hpp"
 #include "torch/checkpoint/sharded_optimizer.hpp"
 
 namespace idist::checkpoint {
@@ -53,19 +58,27 @@ void write_values(const CheckpointValues& values, torch::serialize::OutputArchiv
   c10::Dict<std::string, double> doubles;
   c10::Dict<std::string, std::string> strings;
   c10::Dict<std::string, at::Tensor> tensors;
+  c10::Dict<std::string, std::string> devices;  // the device type each tensor was saved from
   for (const auto& [key, value] : values) {
     if (const auto* i = std::get_if<std::int64_t>(&value)) ints.insert(key, *i);
     if (const auto* d = std::get_if<double>(&value)) doubles.insert(key, *d);
     if (const auto* s = std::get_if<std::string>(&value)) strings.insert(key, *s);
-    if (const auto* t = std::get_if<torch::Tensor>(&value)) tensors.insert(key, pool.copy(*t));
+    if (const auto* t = std::get_if<torch::Tensor>(&value)) {
+      tensors.insert(key, pool.copy(*t));
+      devices.insert(key, c10::DeviceTypeName(t->device().type(), /*lower_case=*/true));
+    }
   }
   out.write("values_int", c10::IValue(ints));
   out.write("values_double", c10::IValue(doubles));
   out.write("values_string", c10::IValue(strings));
   out.write("values_tensor", c10::IValue(tensors));
+  out.write("values_tensor_device", c10::IValue(devices));
 }
 
-CheckpointValues read_values(torch::serialize::InputArchive& archive) {
+// The user values; tensors on `map_location` when given, else back on the host when saved from it
+// and on this rank's device when saved from an accelerator (files without the record: the host).
+CheckpointValues read_values(torch::serialize::InputArchive& archive,
+                             const std::optional<torch::Device>& map_location) {
   CheckpointValues values;
   for (const auto& e : read_value(archive, "values_int").toGenericDict())
     values.emplace(e.key().toStringRef(), e.value().toInt());
@@ -73,8 +86,17 @@ CheckpointValues read_values(torch::serialize::InputArchive& archive) {
     values.emplace(e.key().toStringRef(), e.value().toDouble());
   for (const auto& e : read_value(archive, "values_string").toGenericDict())
     values.emplace(e.key().toStringRef(), e.value().toStringRef());
-  for (const auto& e : read_value(archive, "values_tensor").toGenericDict())
-    values.emplace(e.key().toStringRef(), e.value().toTensor());
+  std::map<std::string, std::string> saved_on;
+  c10::IValue devices;
+  if (archive.try_read("values_tensor_device", devices) && devices.isGenericDict())
+    for (const auto& e : devices.toGenericDict()) saved_on.emplace(e.key().toStringRef(), e.value().toStringRef());
+  const torch::Device here = to_torch_device(idist::device());
+  for (const auto& e : read_value(archive, "values_tensor").toGenericDict()) {
+    at::Tensor t = e.value().toTensor();
+    const auto it = saved_on.find(e.key().toStringRef());
+    if (!map_location && it != saved_on.end() && it->second != "cpu") t = t.to(here);
+    values.emplace(e.key().toStringRef(), t);
+  }
   return values;
 }
 
@@ -104,7 +126,8 @@ void load_tensors(const c10::Dict<c10::IValue, c10::IValue>& saved,
       missing.push_back(m.key());
       continue;
     }
-    if (it->second.sizes() != m.value().sizes() || it->second.scalar_type() != m.value().scalar_type())
+    // PyTorch's load_state_dict: the shapes must agree; copy_ converts the dtype and the device.
+    if (it->second.sizes() != m.value().sizes())
       mismatched.push_back(
           fmt::format("'{}' is {} in the file, {} in the module", m.key(), shape_of(it->second), shape_of(m.value())));
     else
@@ -138,6 +161,10 @@ void open_bytes(torch::serialize::InputArchive& archive, std::size_t i, torch::s
 }
 
 }  // namespace
+
+torch::Device load_device(const std::optional<torch::Device>& map_location) {
+  return map_location.value_or(torch::Device(torch::kCPU));
+}
 
 at::Tensor cpu_generator_state() {
   at::Generator gen = at::detail::getDefaultCPUGenerator();
@@ -199,13 +226,14 @@ void check_format(torch::serialize::InputArchive& archive) {
 }
 
 LoadedCheckpoint apply_archive(torch::serialize::InputArchive& archive, const std::vector<CheckpointItem>& items,
-                               const std::filesystem::path& path, int rank, const torch::Device& device) {
+                               const std::filesystem::path& path, int rank,
+                               const std::optional<torch::Device>& map_location) {
   LoadedCheckpoint out;
   out.path = path;
   out.epoch = std::uint64_t(read_value(archive, "epoch").toInt());
   out.iteration = std::uint64_t(read_value(archive, "iteration").toInt());
   out.world_size = int(read_value(archive, "world_size").toInt());
-  out.values = read_values(archive);
+  out.values = read_values(archive, map_location);
   std::map<std::string, std::size_t> stored;
   const c10::List<c10::IValue> names = read_value(archive, "item_names").toList();
   for (std::size_t i = 0; i < names.size(); ++i) stored.emplace(names.get(i).toStringRef(), i);
@@ -221,12 +249,13 @@ LoadedCheckpoint apply_archive(torch::serialize::InputArchive& archive, const st
     const std::size_t i = stored.at(item.name());
     const std::string where = fmt::format("checkpoint {}: item '{}'", path.string(), item.name());
     torch::serialize::InputArchive nested;
-    if (!archive.try_read(item_key(i), nested)) open_bytes(archive, i, nested, device);
+    if (!archive.try_read(item_key(i), nested)) open_bytes(archive, i, nested, load_device(map_location));
     if (const auto* m = std::get_if<std::shared_ptr<torch::nn::Module>>(&item.target()))
       load_module(**m, nested, where);
     if (const auto* o = std::get_if<std::shared_ptr<torch::optim::Optimizer>>(&item.target())) {
       try {
         (*o)->load(nested);
+        place_state_on_parameters(**o);  // PyTorch's load_state_dict: the state follows its parameter
       } catch (const c10::Error& e) {
         throw ValueError(fmt::format("{}: the optimizer cannot load it: {}", where, e.what_without_backtrace()));
       }

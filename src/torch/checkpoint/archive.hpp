@@ -4,15 +4,18 @@
 //   epoch, iteration, world_size
 //   rng_states        every rank's default CPU generator state, in rank order
 //   values_int, values_double, values_string, values_tensor   the user values by type
+//   values_tensor_device   the device type each user tensor was saved from ("cpu", "cuda")
 //   item_names        the items' names, in order; item i is stored as
 //   item<i>           a nested archive (modules: "parameters" and "buffers" dictionaries by dotted
 //                     name; LibTorch's optimizers: their own save(); loaders: epoch,
 //                     consumed_samples, replicas, epoch_rng), or as
 //   item<i>_bytes     the serialized archive of an item whose save() ran on every rank.
 #include <filesystem>
+#include <optional>
 #include <vector>
 
 #include <ATen/Tensor.h>
+#include <c10/core/Device.h>
 #include <torch/serialize/archive.h>
 
 #include "idist/torch/checkpoint.hpp"
@@ -38,12 +41,20 @@ void build_archive(torch::serialize::OutputArchive& out, const std::vector<Check
 /// Throws std::runtime_error unless `archive` is a checkpoint of this format.
 void check_format(torch::serialize::InputArchive& archive);
 
+/// Where a checkpoint's archive is loaded: the map_location, else the host (the file holds host
+/// copies; each item then moves its tensors where it keeps them).
+torch::Device load_device(const std::optional<torch::Device>& map_location);
+
 /// Restores the items (checked first: every item present, modules' names and shapes equal), this
-/// rank's generator state, and returns the rest; `path` names the file in messages; `device` is
-/// where the archive's tensors were loaded (the nested archives of items are loaded there too).
+/// rank's generator state, and returns the rest; `path` names the file in messages; `archive` was
+/// loaded on load_device(map_location) (the nested archives of items are loaded there too). Module
+/// tensors are copied into the module's own; optimizer state is moved onto its parameters
+/// (optimizer_state.hpp); user tensors stay on map_location, or without one go back to the host or
+/// to this rank's device as they were saved.
 /// @throws ValueError naming the file and what does not fit.
 LoadedCheckpoint apply_archive(torch::serialize::InputArchive& archive, const std::vector<CheckpointItem>& items,
-                               const std::filesystem::path& path, int rank, const torch::Device& device);
+                               const std::filesystem::path& path, int rank,
+                               const std::optional<torch::Device>& map_location);
 
 /// The default CPU generator's state, and setting it (under its lock).
 at::Tensor cpu_generator_state();

@@ -12,11 +12,11 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "idist/collectives.hpp"
 #include "idist/context.hpp"
 #include "idist/logging.hpp"
-#include "idist/torch/dtype.hpp"
 #include "torch/checkpoint/archive.hpp"
 #include "torch/checkpoint/background_writer.hpp"
 #include "torch/checkpoint/directory.hpp"
@@ -77,6 +77,11 @@ CheckpointItem::CheckpointItem(std::string name, std::shared_ptr<Checkpointable>
                                                    [object](torch::serialize::InputArchive& a) { object->load(a); }})
                                              : Target(detail::CustomItem{})) {}
 
+CheckpointItem::CheckpointItem(std::string name, Checkpointable& object)
+    : CheckpointItem(std::move(name),
+                     Target(detail::CustomItem{[&object](torch::serialize::OutputArchive& a) { object.save(a); },
+                                               [&object](torch::serialize::InputArchive& a) { object.load(a); }})) {}
+
 CheckpointItem::CheckpointItem(std::string name, std::function<void(torch::serialize::OutputArchive&)> save,
                                std::function<void(torch::serialize::InputArchive&)> load)
     : CheckpointItem(std::move(name), Target(detail::CustomItem{std::move(save), std::move(load)})) {}
@@ -85,8 +90,8 @@ struct Checkpoint::Impl {
   std::filesystem::path dir;  // the saving rank's, absolute
   std::vector<CheckpointItem> items;
   CheckpointOptions options;
-  std::string base;  // file names are {base}_{iteration}.pt
-  torch::Device device{torch::kCPU};
+  std::string base;                                          // file names are {base}_{iteration}.pt
+  torch::Device device{torch::kCPU};                         // where archives are loaded (checkpoint::load_device)
   std::optional<std::string> last;                           // file name of the last save or load
   std::vector<std::pair<std::uint64_t, std::string>> saved;  // saving rank: kept files, oldest first
   std::string deferred_error;                                // saving rank: raised by the next save / wait
@@ -141,7 +146,7 @@ Checkpoint::Checkpoint(std::filesystem::path dirname, std::vector<CheckpointItem
   m.items = std::move(to_save);
   m.options = std::move(options);
   m.base = checkpoint::base_name(m.options.filename_prefix, m.items.size() == 1 ? m.items[0].name() : "checkpoint");
-  m.device = m.options.map_location.value_or(to_torch_device(idist::device()));
+  m.device = checkpoint::load_device(m.options.map_location);
   std::string status;  // the saving rank's: '+' and its absolute directory, or '-' and the error
   if (m.is_root()) {
     try {
@@ -314,7 +319,7 @@ std::optional<LoadedCheckpoint> Checkpoint::load_latest() {
     archive.emplace();
     archive->load_from(payload.data(), payload.size(), m.device);
   }
-  LoadedCheckpoint loaded = checkpoint::apply_archive(*archive, m.items, m.dir / name, rank, m.device);
+  LoadedCheckpoint loaded = checkpoint::apply_archive(*archive, m.items, m.dir / name, rank, m.options.map_location);
   m.last = name;
   if (m.is_root()) {  // n_saved counts the files of the run this one continues
     m.saved.clear();

@@ -15,6 +15,7 @@
 #include "idist/error.hpp"
 #include "idist/logging.hpp"
 #include "idist/torch/zero.hpp"
+#include "torch/checkpoint/optimizer_state.hpp"
 #include "torch/zero/archive_io.hpp"
 #include "torch/zero/checks.hpp"
 #include "torch/zero/gradient_hook.hpp"
@@ -201,6 +202,7 @@ void ZeroRedundancyOptimizer::load(torch::serialize::InputArchive& archive) {
     torch::serialize::InputArchive shard;
     detail::load_archive(shard, bytes);
     z.local->load(shard);
+    checkpoint::place_state_on_parameters(*z.local);  // floating state in its parameter's dtype, as PyTorch
   } catch (const std::exception& e) {
     problem = fmt::format("the local optimizer cannot load its shard's state: {}", detail::message_of(e));
   }
