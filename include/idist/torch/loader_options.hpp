@@ -112,6 +112,8 @@ template <class T>
 void pin_batch(T&) {}
 template <class Data, class Target>
 void pin_batch(torch::data::Example<Data, Target>& example);
+template <class Data>
+void pin_batch(torch::data::Example<Data, torch::data::example::NoTarget>& example);
 template <class T>
 void pin_batch(std::vector<T>& batch);
 
@@ -120,6 +122,11 @@ template <class Data, class Target>
 void pin_batch(torch::data::Example<Data, Target>& example) {
   pin_batch(example.data);
   pin_batch(example.target);
+}
+/// Pins the data of an Example without a target (TensorExample).
+template <class Data>
+void pin_batch(torch::data::Example<Data, torch::data::example::NoTarget>& example) {
+  pin_batch(example.data);
 }
 /// Pins every element of a vector batch (LibTorch's batch of examples without a collation).
 template <class T>
