@@ -452,13 +452,13 @@ def cmd_commands(root, table_path, build=None, sandbox=None):
             # checked at the end, as a reader typing the block would see it.
             script = ["set -u", "pids=()"]
             for page, line, cmd in cmds:
-                print(f"--- running {page}:{line} in {sandbox}: {cmd}", flush=True)
+                script.append("echo " + shlex.quote(f"--- {page}:{line}: {cmd}"))
                 if cmd.endswith("&"):
                     script.append(f"{cmd}\npids+=($!)")
                 else:
                     script.append(f"{cmd} || {{ echo 'exit status '$?' of {page}:{line}'; exit 1; }}")
             script.append('for p in "${pids[@]}"; do wait "$p" || { echo "a background command exited with $?"; exit 1; }; done')
-            r = subprocess.run(["bash", "-c", "\n".join(script)], cwd=sandbox)
+            r = subprocess.run(["bash", "-c", "\n".join(script)], cwd=sandbox, stdin=subprocess.DEVNULL)
             if r.returncode != 0:
                 bad.append(f"{cmds[0][0]}:{cmds[0][1]}: the block's commands failed (exit {r.returncode})")
     print(f"doc commands: {counts['run'] + counts['no']} in all, {counts['run']} run by the docs tests, "

@@ -17,4 +17,7 @@ mkdir "$work/data"
 for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
   gunzip -c "$data/$f.gz" >"$work/data/$f"
 done
+# As launching.md says: as root mpirun wants --allow-run-as-root, and --oversubscribe for more ranks
+# than cores; the commands are run as the page writes them, so the environment says it instead.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 exec python3 "$src/tests/docs/doc_blocks.py" commands "$src" "$src/tests/docs/commands.tsv" "$build" "$work"
