@@ -5,24 +5,41 @@
 # idist::Parallel) and the sanitizer runs (scripts/run-sanitizers.sh: ASan + UBSan
 # and TSan builds of the tests without LibTorch). Exits non-zero when a test fails or a sanitizer
 # reports.
-# Extra arguments go to ctest, e.g.  scripts/run-tests.sh -R conformance  (they skip the sanitizer runs)
+# Extra arguments go to ctest, e.g.  scripts/run-tests.sh -R conformance  (they skip the sanitizer runs
+# and the single-backend builds; under CI=true the run then FAILS, as it left part of the suite out)
 # Environment: BUILD_DIR (default build/), JOBS (build parallelism, default nproc),
 #   SANITIZERS=0 to skip the sanitizer runs, CONFIGURATIONS=0 to skip the single-backend builds
-#   (default: both run when no ctest arguments are given),
-#   CI=true: a test that reports Skipped fails the run, unless it is a GPU test (gpu_*), which skips
-#   with its reason wherever no GPU is visible. The tests themselves fail instead of skipping under
-#   CI=true (tests/support/skip.sh); this is the net behind them.
-# The summary also prints the mpi jobs rerun because only mpirun failed (tests/support/mpi_launcher.sh;
-# at most once per job, each logged in <build>/test-reruns.log): a count above 0 is a launcher fault
-# that the rerun absorbed, to be investigated, not a pass to forget.
+#   (default: both run when no ctest arguments are given; under CI=true skipping either fails the run),
+#   IDIST_TEST_RERUN=1 (outside CI only): an mpi job whose launcher alone crashed or hung runs once more
+#   (tests/support/mpi_launcher.sh) instead of failing its test.
+# CI=true (or CI=1) makes the run a gate (docs/testing.md, "How a test decides pass or fail"):
+#   - configure with every backend and part required (mpi, gloo, LibTorch, examples, benchmarks; nccl
+#     when /usr/local/cuda has NCCL), so that a missing dependency is a configure error, not missing tests;
+#   - fewer registered tests (ctest -N) than tests/test-count-floor.txt fails;
+#   - a test that reports Skipped in ctest fails, unless it is a GPU test (gpu_*); the tests themselves
+#     fail instead of skipping under CI=true (tests/support/skip.sh), this is the net behind them;
+#   - a GoogleTest skip (which ctest counts as passed) fails unless tests/support/allowed_skips.txt lists
+#     it with a registration whose record shows the test passed (tests/support/check_skips.py);
+#   - an mpi launcher fault fails its test, never rerun.
+# Outside CI the same checks run and report; only failing tests fail the run.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${BUILD_DIR:-$root/build}"
 jobs="${JOBS:-$(nproc)}"
 
+in_ci() { [[ "${CI:-}" == true || "${CI:-}" == 1 ]]; }
+
 bash "$root/scripts/install-deps.sh"
-cmake -S "$root" -B "$build" -G Ninja -DIDIST_BUILD_TESTS=ON
+configure=(-G Ninja -DIDIST_BUILD_TESTS=ON)
+if in_ci; then
+  # Every backend and part required: a dependency that stops being found fails here.
+  nccl=OFF
+  [[ -e /usr/local/cuda/include/nccl.h ]] && nccl=ON
+  configure+=(-DIDIST_WITH_MPI=ON -DIDIST_WITH_GLOO=ON -DIDIST_WITH_TORCH=ON -DIDIST_WITH_NCCL=$nccl
+              -DIDIST_BUILD_EXAMPLES=ON -DIDIST_BUILD_BENCHMARKS=ON)
+fi
+cmake -S "$root" -B "$build" "${configure[@]}"
 cmake --build "$build" -j"$jobs"
 # The public API's Doxygen: any warning (an undocumented public declaration) fails the suite.
 cmake --build "$build" --target docs
@@ -42,11 +59,24 @@ enabled() { [[ "${!1:-$([[ $nargs -eq 0 ]] && echo 1 || echo 0)}" == 1 ]]; }
 nargs=$#
 export JOBS="$jobs"
 
-# The rerun logs of this run's ctest invocations, emptied first (tests/CMakeLists.txt names them).
+# The backends this build has (include/idist/config.hpp, generated) and the registered tests against
+# the floor kept in the repository: tests disappear when a dependency or a directory drops out.
+backends=$(sed -n -E 's/^#define IDIST_HAVE_([A-Z]+) 1$/\1/p' "$build/include/idist/config.hpp" | tr 'A-Z\n' 'a-z ')
+registered=$(cd "$build" && ctest -N | sed -n -E 's/^Total Tests: ([0-9]+)$/\1/p')
+floor=$(grep -E -m1 '^[0-9]+$' "$root/tests/test-count-floor.txt")
+count_status=0
+if [[ "$registered" -lt "$floor" ]]; then
+  echo "FEWER TESTS: $registered registered, the floor (tests/test-count-floor.txt) is $floor"
+  in_ci && count_status=1
+fi
+
+# The launcher-fault logs of this run's ctest invocations and the gtest records (tests/CMakeLists.txt
+# names them), emptied first.
 rerun_logs=("$build/test-reruns.log")
 log="$build/ctest.log"
 status=0
 rm -f "$build/test-reruns.log"
+rm -rf "$build/test-records"
 # Multi-rank tests already use every core: one test at a time.
 logged "$log" bash -c 'cd "$1" && shift && ctest --output-on-failure "$@"' _ "$build" "$@" || status=$?
 
@@ -63,6 +93,7 @@ sanitizers=$(enabled SANITIZERS && echo 1 || echo 0)
 if [[ "$sanitizers" == 1 ]]; then
   rerun_logs+=("$root/build-asan/test-reruns.log" "$root/build-tsan/test-reruns.log")
   rm -f "$root/build-asan/test-reruns.log" "$root/build-tsan/test-reruns.log"
+  rm -rf "$root/build-asan/test-records" "$root/build-tsan/test-records"
   logged "$san_log" bash "$root/scripts/run-sanitizers.sh" all || san_status=$?
 fi
 
@@ -70,9 +101,9 @@ fi
 skipped_tests() {
   cat "$@" 2>/dev/null | sed -n -E 's/^[[:space:]]*[0-9]+ - ([^ ]+) \(Skipped\)[[:space:]]*$/\1/p'
 }
-in_ci() { [[ "${CI:-}" == true || "${CI:-}" == 1 ]]; }
 
 echo
+echo "==================== build: backends $backends; $registered tests registered (floor $floor) ===================="
 echo "==================== ctest summary ===================="
 sed -n -e '/tests passed, /,$p' "$log"
 echo "(full log: $log)"
@@ -96,17 +127,40 @@ if ((${#not_gpu[@]})) && in_ci; then
   echo "FAILED: CI=true and ${#not_gpu[@]} test(s) other than the GPU tests skipped: ${not_gpu[*]}"
   skip_status=1
 fi
-reruns=0
+# GoogleTest skips (reported to ctest as passes): each must be listed with a registration that ran it.
+echo "==================== GoogleTest skips ===================="
+record_builds=("$build")
+[[ "$sanitizers" == 1 ]] && record_builds+=("$root/build-asan" "$root/build-tsan")
+gtest_skip_status=0
+python3 "$root/tests/support/check_skips.py" $(in_ci && echo --ci) "$root/tests/support/allowed_skips.txt" \
+  "${record_builds[@]}" || gtest_skip_status=$?
+faults=0
 for f in "${rerun_logs[@]}"; do
-  [[ -s "$f" ]] && reruns=$((reruns + $(wc -l <"$f")))
+  [[ -s "$f" ]] && faults=$((faults + $(wc -l <"$f")))
 done
-echo "==================== mpi launcher reruns: $reruns ===================="
-if ((reruns)); then
-  echo "WARNING: $reruns mpi job(s) ran twice because mpirun itself crashed or hung (a launcher fault"
-  echo "that a rerun absorbed; see tests/support/launcher_soak.sh to measure it):"
+echo "==================== mpi launcher faults: $faults ===================="
+if ((faults)); then
+  echo "WARNING: $faults mpi job(s) met a launcher fault (mpirun itself crashed or hung; action=failed: the"
+  echo "test failed with the job's output, action=rerun: IDIST_TEST_RERUN=1 ran it once more). See"
+  echo "tests/support/launcher_soak.sh to measure it:"
   for f in "${rerun_logs[@]}"; do [[ -s "$f" ]] && sed "s|^|  $(basename "$(dirname "$f")"): |" "$f"; done
+fi
+# Under CI the whole suite runs: ctest arguments, SANITIZERS=0 or CONFIGURATIONS=0 leave parts out.
+partial_status=0
+if in_ci; then
+  left_out=()
+  ((nargs)) && left_out+=("ctest arguments: $*")
+  [[ "$configurations" == 1 ]] || left_out+=("the single-backend configurations")
+  [[ "$sanitizers" == 1 ]] || left_out+=("the sanitizer runs")
+  if ((${#left_out[@]})); then
+    echo "FAILED: CI=true runs the whole suite, but this run left out: ${left_out[*]}"
+    partial_status=1
+  fi
 fi
 [[ "$status" -ne 0 ]] && exit "$status"
 [[ "$skip_status" -ne 0 ]] && exit "$skip_status"
+[[ "$gtest_skip_status" -ne 0 ]] && exit "$gtest_skip_status"
+[[ "$count_status" -ne 0 ]] && exit "$count_status"
 [[ "$cfg_status" -ne 0 ]] && exit "$cfg_status"
-exit "$san_status"
+[[ "$san_status" -ne 0 ]] && exit "$san_status"
+exit "$partial_status"

@@ -3,7 +3,9 @@
 # that no rank died by a signal and that every rank reported (returned or raised an idist::Error), or,
 # on mpi outside DETAIL, that idist aborted the job with its message (a broken backend, the watchdog).
 # With IDIST_DISTRIBUTED_DEBUG=DETAIL every rank must raise DesyncError naming the last rank; on gloo
-# with OFF some rank must raise.
+# with OFF some rank must raise; on mpi with OFF, where MPI cannot see some mismatches (same-size
+# buffers, another reduce op or root: docs/debugging.md), a job in which every rank returned must show
+# the mismatch in its data: some rank got another result than the agreed collective would have given.
 #
 #   mismatch_matrix.sh <idist_mismatch_case> <gloo|mpi> <ranks> [mpirun and its flags...]
 set -u
@@ -44,6 +46,15 @@ for c in $cases; do
     raised=$(grep -c "^case $c rank [0-9]*: raised \(TimeoutError\|BackendError\)" <<<"$out")
     if [ "$raised" -eq 0 ]; then
       echo "FAIL $c: the mismatch passed silently on every rank"
+      failed=1
+    fi
+  fi
+  # mpi without DETAIL, every rank returned: a case that ran the same collective everywhere would pass
+  # here too, so the mismatch must show in some rank's buffer (every rank contributes rank + 1).
+  if [ "$backend" = mpi ] && [ "${IDIST_DISTRIBUTED_DEBUG:-OFF}" != DETAIL ]; then
+    noticed=$(grep -c "^case $c rank [0-9]*: \(raised\|returned another result\)" <<<"$out")
+    if [ "$noticed" -eq 0 ]; then
+      echo "FAIL $c: the mismatch went unnoticed: every rank returned the agreed collective's result"
       failed=1
     fi
   fi

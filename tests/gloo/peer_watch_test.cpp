@@ -16,19 +16,15 @@
 #include "gloo/pair_socket.hpp"
 #include "gloo/peer_watch.hpp"
 #include "idist/error.hpp"
+#include "support/time_scale.hpp"
 
 using namespace std::chrono_literals;
 using idist::gloo_backend::Endpoint;
 using idist::gloo_backend::PeerWatch;
 using Clock = std::chrono::steady_clock;
+using idist::test::scaled;
 
 namespace {
-
-// Timing bounds stretch on a loaded machine: IDIST_TEST_TIME_SCALE (default 1).
-double time_scale() {
-  const char* v = std::getenv("IDIST_TEST_TIME_SCALE");
-  return v && *v ? std::max(1.0, std::atof(v)) : 1.0;
-}
 
 int listener(const char* address, int backlog, int& port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -125,7 +121,7 @@ TEST(PeerWatch, AHostThatNeverAnswersIsLostWhileAnOperationWaits) {
   watch.add(subject);
   const auto start = Clock::now();
   subject.busy_since = now_ticks();
-  const auto limit = std::chrono::duration<double>(3.0 * time_scale());
+  const auto limit = std::chrono::duration<double>(scaled(3.0));
   while (calls == 0 && Clock::now() - start < limit) std::this_thread::sleep_for(10ms);
   ASSERT_EQ(calls, 1) << "the silent host was not reported within " << limit.count() << " s";
   EXPECT_EQ(lost, std::vector<std::size_t>{1});  // the refusing host is up
@@ -138,30 +134,35 @@ TEST(PeerWatch, AHostThatNeverAnswersIsLostWhileAnOperationWaits) {
 }
 
 TEST(PeerWatch, HostsThatRefuseAreNeverLost) {
-  PeerWatch watch({50ms, 200ms, 2});
+  // A refusal answers the probe; a probe round that a loaded machine slows past its timeout would not,
+  // so the probe timeout, and the watch time with it, scale with IDIST_TEST_TIME_SCALE.
+  PeerWatch watch({50ms, scaled(200ms), 2});
   PeerWatch::Subject subject;
   subject.hosts = {{refusing_host(), {1}, "rank 1"}};
   std::atomic<int> calls{0};
   subject.on_lost = [&](const std::vector<std::size_t>&) { ++calls; };
   watch.add(subject);
   subject.busy_since = now_ticks();
-  std::this_thread::sleep_for(1500ms);
+  std::this_thread::sleep_for(scaled(1500ms));
   EXPECT_EQ(calls, 0);
   watch.remove(subject);
 }
 
 TEST(PeerWatch, NothingHappensWhileNoOperationWaitsLongEnough) {
   const SilentHost silent;
-  PeerWatch watch({100ms, 200ms, 2});
+  // The operations below are 20 ms each, a fifth of the delay at scale 1; a slowed machine (TSan runs
+  // at scale 5) stretches them, so the delay scales, and every phase lasts the same number of delays.
+  const auto delay = scaled(100ms);
+  PeerWatch watch({delay, scaled(200ms), 2});
   PeerWatch::Subject subject;
   subject.hosts = {{silent.endpoint, {1}, "rank 1"}};
   std::atomic<int> calls{0};
   subject.on_lost = [&](const std::vector<std::size_t>&) { ++calls; };
   watch.add(subject);
   // Idle, then many short operations (each well under the delay).
-  std::this_thread::sleep_for(700ms);
+  std::this_thread::sleep_for(7 * delay);
   const auto start = Clock::now();
-  while (Clock::now() - start < 1000ms) {
+  while (Clock::now() - start < 10 * delay) {
     subject.busy_since = now_ticks();
     std::this_thread::sleep_for(20ms);
     subject.busy_since = 0;
@@ -171,7 +172,7 @@ TEST(PeerWatch, NothingHappensWhileNoOperationWaitsLongEnough) {
   // A removed subject is never reported, however long its operation waits.
   watch.remove(subject);
   subject.busy_since = now_ticks();
-  std::this_thread::sleep_for(900ms);
+  std::this_thread::sleep_for(9 * delay);
   EXPECT_EQ(calls, 0);
 }
 

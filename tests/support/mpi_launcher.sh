@@ -4,9 +4,10 @@
 # MPI_Finalize at that moment. idist's finalize() no longer enters MPI_Finalize before every rank has
 # reached it (src/mpi/exit_timer.hpp), so a launcher fault is now unexpected: run_job bounds every
 # job, and a job whose only fault is the launcher's (it crashed, or it was still running when every
-# rank process had gone) runs once more, the rerun logged to $IDIST_TEST_RERUN_LOG (scripts/run-tests.sh
-# prints and counts them); a second launcher fault fails like any other.
-# tests/support/launcher_soak.sh counts launcher faults over N runs of one job, without reruns.
+# rank process had gone) FAILS the test, with the job's whole output and the reason, and is logged to
+# $IDIST_TEST_RERUN_LOG (scripts/run-tests.sh prints and counts them). Only outside CI, with
+# IDIST_TEST_RERUN=1, does such a job run once more (logged the same way); a second launcher fault
+# fails like any other. tests/support/launcher_soak.sh counts launcher faults over N runs of one job.
 
 # launcher_crashed <rc> <output> <rank binary>: true when the job ended by a signal whose backtrace
 # runs through mpiexec/orterun and no rank process (the binary) printed a backtrace. A frame names
@@ -74,32 +75,51 @@ run_job() {
   rm -f "$log"
 }
 
-# log_rerun <name> <reason>: one line in $IDIST_TEST_RERUN_LOG (when set) naming the test, the case,
-# the reason and the last lines of the first attempt's output, so that a rerun is never silent.
-log_rerun() {
+# log_launcher_fault <name> <reason> <action>: one line in $IDIST_TEST_RERUN_LOG (when set) naming the
+# test, the case, the reason, what was done (rerun / failed) and the last lines of the job's output.
+log_launcher_fault() {
   local line
-  line="$(date -u +%FT%TZ) test=${IDIST_TEST_NAME:-?} case=$1 reason=$2 tail: $(tail -n 6 <<<"$out" | cut -c1-200 | tr '\n' '|')"
-  echo "RERUN: $line"
+  line="$(date -u +%FT%TZ) test=${IDIST_TEST_NAME:-?} case=$1 reason=$2 action=$3 tail: $(tail -n 6 <<<"$out" | cut -c1-200 | tr '\n' '|')"
+  echo "LAUNCHER FAULT: $line"
   if [ -n "${IDIST_TEST_RERUN_LOG:-}" ]; then
     printf '%s\n' "$line" >>"$IDIST_TEST_RERUN_LOG"
   fi
 }
 
-# run_job_retried <limit s> <rank binary> <name> <command...>: run_job, once more (and logged, see
-# log_rerun) when the launcher alone crashed or hung; a second launcher fault is left to the caller
-# as the job's outcome.
+# rerun_allowed: IDIST_TEST_RERUN=1 and not under CI (CI=true or CI=1).
+rerun_allowed() {
+  [ "${IDIST_TEST_RERUN:-0}" = 1 ] && [ "${CI:-}" != true ] && [ "${CI:-}" != 1 ]
+}
+
+# launcher_exit_status: the status a job whose launcher failed leaves in $rc; no case expects it.
+launcher_exit_status=250
+
+# run_job_retried <limit s> <rank binary> <name> <command...>: run_job; when the launcher alone crashed
+# or hung, the job's whole output is printed with the reason and logged (log_launcher_fault), and $rc
+# becomes $launcher_exit_status, failing the case, unless rerun_allowed: then it runs once more, and
+# a second launcher fault fails the same way.
 run_job_retried() {
-  local limit=$1 binary=$2 name=$3 reason
+  local limit=$1 binary=$2 name=$3 reason attempt
   shift 3
-  run_job "$limit" "$binary" "$@"
-  if launcher_crashed "$rc" "$out" "$binary"; then
-    reason="mpiexec crashed (exit $rc) while ending the job"
-  elif [ "$launcher_hung" = 1 ]; then
-    reason="mpiexec hung after every rank had ended"
-  else
+  for attempt in 1 2; do
+    run_job "$limit" "$binary" "$@"
+    if launcher_crashed "$rc" "$out" "$binary"; then
+      reason="mpiexec crashed (exit $rc) while ending the job"
+    elif [ "$launcher_hung" = 1 ]; then
+      reason="mpiexec hung after every rank had ended"
+    else
+      return 0
+    fi
+    if [ "$attempt" = 1 ] && rerun_allowed; then
+      echo "$name: $reason; running it once more (IDIST_TEST_RERUN=1)"
+      log_launcher_fault "$name" "$reason" rerun
+      continue
+    fi
+    echo "$name: $reason: the test fails (a launcher fault is never rerun under CI; IDIST_TEST_RERUN=1 reruns"
+    echo "it once elsewhere). The job's output:"
+    sed 's/^/  | /' <<<"$out"
+    log_launcher_fault "$name" "$reason" failed
+    rc=$launcher_exit_status
     return 0
-  fi
-  echo "$name: $reason; running it once more"
-  log_rerun "$name" "$reason"
-  run_job "$limit" "$binary" "$@"
+  done
 }

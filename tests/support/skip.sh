@@ -7,6 +7,8 @@
 # Sourced by test scripts:   . tests/support/skip.sh; skip_test "dataset-fashion-mnist is not installed"
 # Run as a ctest command:    skip.sh --unless-file <path> <reason> -- <command...>
 #                            (runs the command when <path> is readable, else skip_test <reason>)
+#                            skip.sh --because <reason>
+#                            (a test whose requirement configure found missing: always skip_test <reason>)
 
 # in_ci: true under CI=true / CI=1 (GitHub Actions, GitLab and most CI services set CI=true).
 in_ci() { [[ "${CI:-}" == true || "${CI:-}" == 1 ]]; }
@@ -29,6 +31,9 @@ if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
     [[ -r "$file" ]] || skip_test "$reason ($file not found)"
     exec "$@"
   fi
-  echo "usage: $0 --unless-file <path> <reason> -- <command...>" >&2
+  if [[ $# -eq 2 && "$1" == --because ]]; then
+    skip_test "$2"
+  fi
+  echo "usage: $0 --unless-file <path> <reason> -- <command...> | --because <reason>" >&2
   exit 2
 fi
