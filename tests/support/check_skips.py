@@ -86,7 +86,7 @@ def main(argv):
     for build in builds:
         records = main_records if build == builds[0] else read_records(build)
         names = main_registered if build == builds[0] else registered(build) | main_registered
-        where = os.path.basename(os.path.normpath(build))
+        where = "" if build == builds[0] else os.path.basename(os.path.normpath(build)) + "/"
         for reg, tests in sorted(records.items()):
             if reg.startswith("gpu_"):
                 continue
@@ -97,19 +97,19 @@ def main(argv):
                              if fnmatch.fnmatchcase(test, e[0]) and fnmatch.fnmatchcase(reg, e[1])
                              and fnmatch.fnmatchcase(reason, e[2])]
                     if not match:
-                        problems.append(f"{where}/{reg}: {test} skipped, not in the allowed list: {reason}")
+                        problems.append(f"{where}{reg}: {test} skipped, not in the allowed list: {reason}")
                         continue
                     runner, line = match[0][3], match[0][4]
                     if runner not in names:
-                        problems.append(f"{where}/{reg}: {test}: the listed registration {runner} "
+                        problems.append(f"{where}{reg}: {test}: the listed registration {runner} "
                                         f"(allowed_skips.txt:{line}) does not exist")
                     elif not (ran_without_skipping(records.get(runner, {}), test)
                               or ran_without_skipping(main_records.get(runner, {}), test)):
-                        problems.append(f"{where}/{reg}: {test}: the listed registration {runner} "
+                        problems.append(f"{where}{reg}: {test}: the listed registration {runner} "
                                         f"(allowed_skips.txt:{line}) did not run it without skipping "
                                         f"(not run by this ctest invocation, skipped or failed there)")
                     else:
-                        listed[(test, reason, runner)].add(f"{where}/{reg}" if where != "build" else reg)
+                        listed[(test, reason, runner)].add(f"{where}{reg}")
     # Every entry names a registration that exists (a renamed test must not leave a stale promise).
     for test, skipped_in, reason, runner, line in allowed:
         if runner not in main_registered:
