@@ -224,6 +224,15 @@ T broadcast(std::optional<T> value, int src, bool safe_mode) {
   return out;
 }
 
+/// Safe-mode broadcast where every rank passes a value, as ignite's `broadcast(x, src,
+/// safe_mode=True)` allows: returns rank `src`'s value on every rank; the other ranks' values are
+/// ignored. T is deduced, so `idist::broadcast(x, 0, true)` compiles on any element type.
+/// @throws ValueError when src is outside [0, world size).
+template <Element T>
+T broadcast(T value, int src, bool safe_mode) {
+  return broadcast(std::optional<T>(value), src, safe_mode);
+}
+
 /// Returns rank `src`'s string on every rank (any length; receivers' lengths may differ).
 /// Mirrors ignite.distributed.broadcast on a str.
 /// @throws ValueError when src is outside [0, world size).
@@ -236,6 +245,16 @@ inline std::string broadcast(const char* value, int src = 0) { return broadcast(
 /// @throws ValueError as for the numeric safe-mode broadcast.
 std::string broadcast(std::optional<std::string> value, int src, bool safe_mode);
 
+/// Safe-mode string broadcast where every rank passes a string (ignite's `broadcast(s, src,
+/// safe_mode=True)`): returns rank `src`'s string; the other ranks' strings are ignored.
+/// @throws ValueError when src is outside [0, world size).
+std::string broadcast(std::string value, int src, bool safe_mode);
+
+/// Safe-mode broadcast of a string literal (the other ranks' strings are ignored).
+inline std::string broadcast(const char* value, int src, bool safe_mode) {
+  return broadcast(std::string(value), src, safe_mode);
+}
+
 /// Returns rank `src`'s path on every rank, byte for byte (its native() string; any length).
 /// Mirrors ignite.distributed.broadcast on a pathlib.Path.
 /// @throws ValueError when src is outside [0, world size).
@@ -244,6 +263,11 @@ std::filesystem::path broadcast(const std::filesystem::path& value, int src = 0)
 /// Safe-mode path broadcast: ranks other than `src` may pass std::nullopt.
 /// @throws ValueError as for the numeric safe-mode broadcast.
 std::filesystem::path broadcast(std::optional<std::filesystem::path> value, int src, bool safe_mode);
+
+/// Safe-mode path broadcast where every rank passes a path: returns rank `src`'s path; the other
+/// ranks' paths are ignored.
+/// @throws ValueError when src is outside [0, world size).
+std::filesystem::path broadcast(const std::filesystem::path& value, int src, bool safe_mode);
 
 /// Returns rank `src`'s byte blob on every rank (any length; what other ranks pass is ignored, and
 /// they may pass an empty span). The C++ counterpart of ignite's broadcast of an arbitrary picklable

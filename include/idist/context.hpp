@@ -42,7 +42,7 @@ struct InitOptions {
   /// around each MPI call is released between polls.
   /// Non-blocking calls (all_reduce_async, auto_model's buckets) are the non-blocking MPI calls
   /// either way.
-  std::optional<bool> mpi_blocking_collectives;
+  std::optional<bool> mpi_blocking_collectives{};
   /// mpi only: a background thread that progresses non-blocking collectives (MPI_Test every 500 us
   /// while any is in flight; IDIST_MPI_PROGRESS_INTERVAL_US), so that auto_model's bucket
   /// all-reduces overlap backward. With fewer
@@ -52,10 +52,10 @@ struct InitOptions {
   /// IDIST_MPI_PROGRESS_THREAD (1, 0 or auto), else auto: on when the world spans several nodes, off
   /// on one node, where transfers are memory copies that would compete with backward for the cores
   /// (docs/performance.md).
-  std::optional<bool> mpi_progress_thread;
+  std::optional<bool> mpi_progress_thread{};
   /// Collective checks and recording (see DebugLevel); std::nullopt: the environment variable
   /// IDIST_DISTRIBUTED_DEBUG (OFF, INFO or DETAIL), else Off. An invalid variable raises ValueError.
-  std::optional<DebugLevel> debug;
+  std::optional<DebugLevel> debug{};
 };
 
 /// Initializes the distributed configuration with `backend` (one of available_backends()).

@@ -53,10 +53,10 @@ struct SpawnOptions {
   int node_rank = 0;
   /// Address of node 0 (rank 0 serves the rendezvous store there) for the "env://" init method.
   /// Unset: the MASTER_ADDR environment variable, else 127.0.0.1 (ignite's spawn defaults).
-  std::optional<std::string> master_addr;
+  std::optional<std::string> master_addr{};
   /// Port of the rendezvous store on node 0 for "env://". Unset: the MASTER_PORT environment
   /// variable, else 2222 (ignite's spawn defaults).
-  std::optional<int> master_port;
+  std::optional<int> master_port{};
   /// "env://" (default: MASTER_ADDR / MASTER_PORT as above), "tcp://host:port" or "file:///path".
   std::string init_method = "env://";
   /// InitOptions::timeout of every worker: bounds the rendezvous and each collective.
@@ -77,20 +77,20 @@ struct SpawnOptions {
 /// initializes the backend (the program was started by mpirun, srun or a torchrun-style launcher).
 struct ParallelOptions {
   /// Worker processes to spawn on this node; unset: do not spawn.
-  std::optional<int> nproc_per_node;
+  std::optional<int> nproc_per_node{};
   /// Number of nodes (default 1 when spawning).
-  std::optional<int> nnodes;
+  std::optional<int> nnodes{};
   /// This node's index; required when nnodes > 1.
-  std::optional<int> node_rank;
+  std::optional<int> node_rank{};
   /// Address of node 0; with nnodes > 1, this and master_port, or init_method, must be given (ignite's
   /// rule). Unset when spawning: MASTER_ADDR, else 127.0.0.1 (see SpawnOptions).
-  std::optional<std::string> master_addr;
+  std::optional<std::string> master_addr{};
   /// Port on node 0 (see master_addr). Unset when spawning: MASTER_PORT, else 2222.
-  std::optional<int> master_port;
+  std::optional<int> master_port{};
   /// "env://", "tcp://host:port" or "file:///path"; unset: "env://".
-  std::optional<std::string> init_method;
+  std::optional<std::string> init_method{};
   /// Timeout of the rendezvous and of every collective; unset: 30 minutes.
-  std::optional<std::chrono::milliseconds> timeout;
+  std::optional<std::chrono::milliseconds> timeout{};
 };
 
 /// Failure of a spawned worker, thrown by spawn() in the launching process.

@@ -3,6 +3,7 @@
 /// Vocabulary types shared by every backend: reduction operations, element types, devices and the
 /// untyped buffer views that the ComputationModel interface works on.
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -25,9 +26,29 @@ ReduceOp parse_reduce_op(std::string_view name);
 /// ignite's name of `op` ("SUM", ...).
 std::string_view to_string(ReduceOp op);
 
-/// Element type of a buffer. Sizes: Bool, UInt8, Int8 = 1 byte; Int16, Float16, BFloat16 = 2;
-/// Int32, Float32 = 4; Int64, Float64 = 8.
-enum class DType { Bool, UInt8, Int8, Int16, Int32, Int64, Float16, BFloat16, Float32, Float64 };
+/// Element type of a buffer: the integer, floating and bool types of torch.distributed (torch.uint8,
+/// int8, int16, int32, int64, float16, bfloat16, float32, float64, bool) and PyTorch 2.x's unsigned
+/// torch.uint16, uint32 and uint64. Sizes: Bool, UInt8, Int8 = 1 byte; Int16, UInt16, Float16,
+/// BFloat16 = 2; Int32, UInt32, Float32 = 4; Int64, UInt64, Float64 = 8. The unsigned widths above
+/// 8 bits come last so that the other values keep their numbers.
+enum class DType {
+  Bool,
+  UInt8,
+  Int8,
+  Int16,
+  Int32,
+  Int64,
+  Float16,
+  BFloat16,
+  Float32,
+  Float64,
+  UInt16,
+  UInt32,
+  UInt64
+};
+
+/// Number of DType values (they are 0 .. kDTypeCount - 1), for tables indexed by DType.
+inline constexpr std::size_t kDTypeCount = std::size_t(DType::UInt64) + 1;
 
 /// Size of one element of `t`, in bytes.
 std::size_t dtype_size(DType t) noexcept;
@@ -35,7 +56,7 @@ std::size_t dtype_size(DType t) noexcept;
 /// Lower-case name of `t` ("float32", "bfloat16", ...), as used in error messages.
 std::string_view to_string(DType t) noexcept;
 
-/// True for Float16, BFloat16, Float32 and Float64.
+/// True for Float16, BFloat16, Float32 and Float64 (false for bool and the integers).
 constexpr bool is_floating(DType t) noexcept {
   return t == DType::Float16 || t == DType::BFloat16 || t == DType::Float32 || t == DType::Float64;
 }
@@ -75,27 +96,51 @@ template <class T>
 struct dtype_traits;
 
 /// @cond INTERNAL
+namespace detail {
+// The DType of a standard integer type, by its width and signedness, so that every spelling
+// (int64_t, long long, size_t, unsigned, ...) maps to the element type of its representation.
+template <class T>
+constexpr DType integer_dtype() noexcept {
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8);
+  if constexpr (std::is_signed_v<T>)
+    return sizeof(T) == 1 ? DType::Int8 : sizeof(T) == 2 ? DType::Int16 : sizeof(T) == 4 ? DType::Int32 : DType::Int64;
+  else
+    return sizeof(T) == 1   ? DType::UInt8
+           : sizeof(T) == 2 ? DType::UInt16
+           : sizeof(T) == 4 ? DType::UInt32
+                            : DType::UInt64;
+}
+}  // namespace detail
+
 #define IDIST_DTYPE_TRAIT(T, D)              \
   template <>                                \
   struct dtype_traits<T> {                   \
     static constexpr DType value = DType::D; \
   };
 IDIST_DTYPE_TRAIT(bool, Bool)
-IDIST_DTYPE_TRAIT(std::uint8_t, UInt8)
-IDIST_DTYPE_TRAIT(std::int8_t, Int8)
-IDIST_DTYPE_TRAIT(std::int16_t, Int16)
-IDIST_DTYPE_TRAIT(std::int32_t, Int32)
-IDIST_DTYPE_TRAIT(std::int64_t, Int64)
 IDIST_DTYPE_TRAIT(Half, Float16)
 IDIST_DTYPE_TRAIT(BFloat16, BFloat16)
 IDIST_DTYPE_TRAIT(float, Float32)
 IDIST_DTYPE_TRAIT(double, Float64)
 #undef IDIST_DTYPE_TRAIT
-// `long long` is a distinct type from int64_t (`long`) on LP64; both are 64-bit integers.
-template <>
-struct dtype_traits<long long> {
-  static constexpr DType value = sizeof(long long) == 8 ? DType::Int64 : DType::Int32;
-};
+// Every standard signed and unsigned integer type (the fixed-width aliases and size_t are among them).
+// Plain char, wchar_t and the charN_t types are characters, not elements.
+#define IDIST_INTEGER_TRAIT(T)                                 \
+  template <>                                                  \
+  struct dtype_traits<T> {                                     \
+    static constexpr DType value = detail::integer_dtype<T>(); \
+  };
+IDIST_INTEGER_TRAIT(signed char)
+IDIST_INTEGER_TRAIT(unsigned char)
+IDIST_INTEGER_TRAIT(short)
+IDIST_INTEGER_TRAIT(unsigned short)
+IDIST_INTEGER_TRAIT(int)
+IDIST_INTEGER_TRAIT(unsigned int)
+IDIST_INTEGER_TRAIT(long)
+IDIST_INTEGER_TRAIT(unsigned long)
+IDIST_INTEGER_TRAIT(long long)
+IDIST_INTEGER_TRAIT(unsigned long long)
+#undef IDIST_INTEGER_TRAIT
 /// @endcond
 
 /// An element type idist can communicate: one with a dtype_traits specialisation.
@@ -112,14 +157,61 @@ inline constexpr DType dtype_of = dtype_traits<std::remove_cv_t<T>>::value;
 /// Kind of memory a buffer lives in.
 enum class DeviceType { CPU, CUDA };
 
+/// @cond INTERNAL
+namespace detail {
+// A LibTorch device (c10::Device) or anything shaped like one: what idist::Device converts from.
+// A concept rather than c10::Device itself, so that this header needs no LibTorch.
+template <class D, class Self>
+concept TorchDeviceLike = !std::is_same_v<std::remove_cvref_t<D>, Self> && requires(const D& d) {
+  { d.is_cpu() } -> std::convertible_to<bool>;
+  { d.is_cuda() } -> std::convertible_to<bool>;
+  { d.has_index() } -> std::convertible_to<bool>;
+  { d.index() } -> std::convertible_to<int>;
+  { d.str() } -> std::convertible_to<std::string>;
+};
+// Throws ValueError for a device idist cannot use (mps, xla, ...), naming it.
+[[noreturn]] void throw_unsupported_device(const std::string& name);
+}  // namespace detail
+/// @endcond
+
 /// A device, as returned by idist::device() (mirrors torch.device). index is -1 for "cpu".
+/// Converts both ways to torch::Device (c10::Device) where LibTorch is included: `torch::Device d =
+/// idist::device();` and passing a torch::Device where an idist::Device is expected both compile.
 struct Device {
   DeviceType type = DeviceType::CPU;  ///< CPU or CUDA
   int index = -1;                     ///< CUDA device ordinal; -1 for the CPU
+  /// The CPU.
+  constexpr Device() noexcept = default;
+  /// A device of type `t` with ordinal `i` (-1: none, as for the CPU).
+  constexpr Device(DeviceType t, int i) noexcept : type(t), index(i) {}
+  /// A device of type `t` without ordinal.
+  constexpr explicit Device(DeviceType t) noexcept : type(t) {}
+  /// From a torch::Device (c10::Device): "cpu", or "cuda:N" ("cuda" without an ordinal is taken as
+  /// cuda:0, as idist::to_idist_device does). A template, so that this header needs no LibTorch.
+  /// @throws ValueError for other device types (mps, xla, ...), which no idist backend reads.
+  template <detail::TorchDeviceLike<Device> D>
+  Device(const D& d) {  // NOLINT(google-explicit-constructor): mirrors torch.device arguments
+    if (d.is_cuda()) {
+      type = DeviceType::CUDA;
+      index = d.has_index() ? int(d.index()) : 0;
+    } else if (!d.is_cpu()) {
+      detail::throw_unsupported_device(std::string(d.str()));
+    }
+  }
+  /// True for a CUDA device (torch.device.type == "cuda").
+  constexpr bool is_cuda() const noexcept { return type == DeviceType::CUDA; }
+  /// True for the CPU (torch.device.type == "cpu").
+  constexpr bool is_cpu() const noexcept { return type == DeviceType::CPU; }
   /// "cpu" or "cuda:N".
   std::string str() const;
   /// Same type and index.
   friend bool operator==(const Device&, const Device&) = default;
+  /// Compares with a torch::Device as idist::Device (an exact match, so that `idist::device() ==
+  /// torch_device` is not ambiguous between the conversions both ways).
+  template <detail::TorchDeviceLike<Device> D>
+  friend bool operator==(const Device& a, const D& b) {
+    return a == Device(b);
+  }
   /// Converts to torch::Device (c10::Device), so that `torch::Device d = idist::device();` and
   /// `model->to(idist::device())` compile. A template, so that this header needs no LibTorch: it
   /// accepts any device type constructible from "cpu" / "cuda:N" that has is_cuda() and index().

@@ -122,6 +122,9 @@ ReduceFn reduce_function(DType dtype, ReduceOp op) {
     case DType::Int16: return numeric<std::int16_t>(op);
     case DType::Int32: return numeric<std::int32_t>(op);
     case DType::Int64: return numeric<std::int64_t>(op);
+    case DType::UInt16: return numeric<std::uint16_t>(op);
+    case DType::UInt32: return numeric<std::uint32_t>(op);
+    case DType::UInt64: return numeric<std::uint64_t>(op);
     case DType::Float16: return sixteen_bit<DType::Float16>(op);
     case DType::BFloat16: return sixteen_bit<DType::BFloat16>(op);
     case DType::Float32: return numeric<float>(op);

@@ -110,6 +110,14 @@ std::string broadcast(std::optional<std::string> value, int src, bool safe_mode)
   return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
+std::string broadcast(std::string value, int src, bool safe_mode) {
+  return broadcast(std::optional<std::string>(std::move(value)), src, safe_mode);
+}
+
+std::filesystem::path broadcast(const std::filesystem::path& value, int src, bool safe_mode) {
+  return broadcast(std::optional<std::filesystem::path>(value), src, safe_mode);
+}
+
 std::filesystem::path broadcast(const std::filesystem::path& value, int src) {
   return broadcast(std::optional<std::filesystem::path>(value), src, false);
 }

@@ -38,11 +38,14 @@ std::size_t dtype_size(DType t) noexcept {
     case DType::UInt8:
     case DType::Int8: return 1;
     case DType::Int16:
+    case DType::UInt16:
     case DType::Float16:
     case DType::BFloat16: return 2;
     case DType::Int32:
+    case DType::UInt32:
     case DType::Float32: return 4;
     case DType::Int64:
+    case DType::UInt64:
     case DType::Float64: return 8;
   }
   return 1;
@@ -60,6 +63,9 @@ std::string_view to_string(DType t) noexcept {
     case DType::BFloat16: return "bfloat16";
     case DType::Float32: return "float32";
     case DType::Float64: return "float64";
+    case DType::UInt16: return "uint16";
+    case DType::UInt32: return "uint32";
+    case DType::UInt64: return "uint64";
   }
   return "?";
 }
@@ -108,6 +114,12 @@ BFloat16::BFloat16(float f) noexcept {
   const std::uint32_t rounding = 0x7fffu + ((x >> 16) & 1u);
   bits = std::uint16_t((x + rounding) >> 16);
 }
+
+namespace detail {
+void throw_unsupported_device(const std::string& name) {
+  throw ValueError(fmt::format("device {} is not supported by idist; expected cpu or cuda", name));
+}
+}  // namespace detail
 
 std::string Device::str() const {
   if (type == DeviceType::CPU) return "cpu";

@@ -45,6 +45,9 @@ void TypeMap::create(int rank) {
   types_[std::size_t(DType::BFloat16)] = MPI_UINT16_T;
   types_[std::size_t(DType::Float32)] = MPI_FLOAT;
   types_[std::size_t(DType::Float64)] = MPI_DOUBLE;
+  types_[std::size_t(DType::UInt16)] = MPI_UINT16_T;
+  types_[std::size_t(DType::UInt32)] = MPI_UINT32_T;
+  types_[std::size_t(DType::UInt64)] = MPI_UINT64_T;
 
   // bool: the result must stay a bool, so Sum is logical or and Product logical and (as torch).
   auto& b = ops_[std::size_t(DType::Bool)];
@@ -55,8 +58,9 @@ void TypeMap::create(int rank) {
   b[std::size_t(ReduceOp::And)] = MPI_LAND;
   b[std::size_t(ReduceOp::Or)] = MPI_LOR;
 
-  for (DType t :
-       {DType::UInt8, DType::Int8, DType::Int16, DType::Int32, DType::Int64, DType::Float32, DType::Float64}) {
+  // Unsigned MPI_SUM / MPI_PROD wrap around modulo 2^bits, as idist's host reductions do.
+  for (DType t : {DType::UInt8, DType::Int8, DType::Int16, DType::Int32, DType::Int64, DType::UInt16, DType::UInt32,
+                  DType::UInt64, DType::Float32, DType::Float64}) {
     auto& row = ops_[std::size_t(t)];
     row[std::size_t(ReduceOp::Sum)] = MPI_SUM;
     row[std::size_t(ReduceOp::Product)] = MPI_PROD;

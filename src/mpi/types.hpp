@@ -11,10 +11,10 @@ namespace idist::mpi_backend {
 
 /// The MPI datatype and reduction handle for every (DType, ReduceOp) pair idist supports.
 ///
-/// Built-in MPI types and ops cover bool (MPI_C_BOOL with logical ops), the integers (MPI_BAND /
-/// MPI_BOR for And / Or) and float / double. MPI has no half or bfloat16, so those travel as
-/// MPI_UINT16_T and are reduced by user-defined, commutative ops (MPI_Op_create) that compute in
-/// float and round back to 16 bits after every pairwise step.
+/// Built-in MPI types and ops cover bool (MPI_C_BOOL with logical ops), the signed and unsigned
+/// integers (MPI_INTn_T / MPI_UINTn_T; MPI_BAND / MPI_BOR for And / Or) and float / double. MPI has no half or
+/// bfloat16, so those travel as MPI_UINT16_T and are reduced by user-defined, commutative ops (MPI_Op_create) that
+/// compute in float and round back to 16 bits after every pairwise step.
 ///
 /// Lookups are array indexing, so that the all-reduce hot path does no searching.
 class TypeMap {
@@ -38,7 +38,7 @@ class TypeMap {
   MPI_Op op(DType t, ReduceOp op) const noexcept { return ops_[std::size_t(t)][std::size_t(op)]; }
 
  private:
-  static constexpr std::size_t kTypes = std::size_t(DType::Float64) + 1;
+  static constexpr std::size_t kTypes = kDTypeCount;
   static constexpr std::size_t kOps = std::size_t(ReduceOp::Or) + 1;
   std::array<MPI_Datatype, kTypes> types_{};
   std::array<std::array<MPI_Op, kOps>, kTypes> ops_{};

@@ -21,6 +21,9 @@ std::optional<ncclDataType_t> to_nccl(DType t) noexcept {
 #endif
     case DType::Float32: return ncclFloat32;
     case DType::Float64: return ncclFloat64;
+    case DType::UInt16: return std::nullopt;
+    case DType::UInt32: return ncclUint32;
+    case DType::UInt64: return ncclUint64;
   }
   return std::nullopt;
 }

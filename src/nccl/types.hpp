@@ -8,8 +8,9 @@
 
 namespace idist::nccl_backend {
 
-/// NCCL's element type for `t`, or std::nullopt where NCCL has none (int16; bfloat16 before NCCL
-/// 2.10). Bool maps to ncclUint8: a C++ bool is one byte holding 0 or 1.
+/// NCCL's element type for `t`, or std::nullopt where NCCL has none (int16, uint16; bfloat16 before
+/// NCCL 2.10). Bool maps to ncclUint8: a C++ bool is one byte holding 0 or 1; uint32 and uint64 to
+/// ncclUint32 and ncclUint64.
 std::optional<ncclDataType_t> to_nccl(DType t) noexcept;
 
 /// NCCL's reduction for Sum, Product, Min and Max; std::nullopt for And / Or (NCCL has no bitwise
@@ -35,7 +36,7 @@ struct ReducePlan {
 /// - bool: Sum / Max / Or -> ncclMax on uint8, Product / Min / And -> ncclMin on uint8 (logical, as
 ///   idist's bool semantics require);
 /// - integers: Sum / Product / Min / Max natively; And / Or (bitwise) through the host fallback;
-/// - int16 (no NCCL type): every op through the host fallback;
+/// - int16 and uint16 (no NCCL type): every op through the host fallback;
 /// - float16, bfloat16, float32, float64: natively (bfloat16 on NCCL < 2.10 through the fallback).
 /// @throws ValueError for And / Or on a floating type (the same check every backend makes).
 ReducePlan reduction_for(DType dtype, ReduceOp op);

@@ -77,6 +77,19 @@ TEST(NcclTypes, BitwiseOnIntegersAndEverythingOnInt16UseTheHostFallback) {
   for (ReduceOp op : kAllOps) EXPECT_EQ(reduction_for(DType::Int16, op).kind, Kind::HostFallback) << to_string(op);
 }
 
+TEST(NcclTypes, UnsignedWidthsAreNativeExceptUInt16) {
+  EXPECT_EQ(to_nccl(DType::UInt32), ncclUint32);
+  EXPECT_EQ(to_nccl(DType::UInt64), ncclUint64);
+  EXPECT_EQ(to_nccl(DType::UInt16), std::nullopt);  // NCCL has no 16-bit integer type
+  EXPECT_EQ(reduction_for(DType::UInt32, ReduceOp::Sum), (ReducePlan{Kind::Native, ncclUint32, ncclSum}));
+  EXPECT_EQ(reduction_for(DType::UInt64, ReduceOp::Max), (ReducePlan{Kind::Native, ncclUint64, ncclMax}));
+  EXPECT_EQ(reduction_for(DType::UInt64, ReduceOp::Product), (ReducePlan{Kind::Native, ncclUint64, ncclProd}));
+  for (ReduceOp op : kAllOps) EXPECT_EQ(reduction_for(DType::UInt16, op).kind, Kind::HostFallback) << to_string(op);
+  for (DType t : {DType::UInt32, DType::UInt64})
+    for (ReduceOp op : {ReduceOp::And, ReduceOp::Or})
+      EXPECT_EQ(reduction_for(t, op).kind, Kind::HostFallback) << to_string(t) << " " << to_string(op);
+}
+
 TEST(NcclTypes, BitwiseOnFloatingTypesIsAValueErrorNamingTheOpAndType) {
   for (DType t : {DType::Float16, DType::BFloat16, DType::Float32, DType::Float64}) {
     for (ReduceOp op : {ReduceOp::And, ReduceOp::Or}) {

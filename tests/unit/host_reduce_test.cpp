@@ -66,6 +66,35 @@ TEST(HostReduce, IntegerOverflowWrapsAround) {
   EXPECT_EQ(reduce(big, ReduceOp::Sum), (std::vector<std::int32_t>{std::numeric_limits<std::int32_t>::min()}));
 }
 
+TEST(HostReduce, UnsignedWidthsAreExactAndWrapAround) {
+  using U64 = std::uint64_t;
+  constexpr U64 top = std::numeric_limits<U64>::max();
+  // Values above INT64_MAX: a signed reduction would order or add them wrongly.
+  EXPECT_EQ(reduce<U64>({{top, 3, top - 1, 0xF0F0}, {2, top, 1ull << 63, 0x0FF0}}, ReduceOp::Sum),
+            (std::vector<U64>{1, 2, (top - 1) + (1ull << 63), 0xF0F0 + 0x0FF0}));
+  EXPECT_EQ(reduce<U64>({{top, 3, 1ull << 63}, {2, top, 1ull << 62}}, ReduceOp::Max),
+            (std::vector<U64>{top, top, 1ull << 63}));
+  EXPECT_EQ(reduce<U64>({{top, 3, 1ull << 63}, {2, top, 1ull << 62}}, ReduceOp::Min),
+            (std::vector<U64>{2, 3, 1ull << 62}));
+  EXPECT_EQ(reduce<U64>({{1ull << 32, top}, {1ull << 32, top}}, ReduceOp::Product), (std::vector<U64>{0, 1}));
+  EXPECT_EQ(reduce<U64>({{0xF0F0}, {0x0FF0}}, ReduceOp::And), (std::vector<U64>{0x00F0}));
+  EXPECT_EQ(reduce<U64>({{0xF0F0}, {0x0FF0}}, ReduceOp::Or), (std::vector<U64>{0xFFF0}));
+
+  using U32 = std::uint32_t;
+  EXPECT_EQ(reduce<U32>({{0xFFFFFFFFu, 0x80000000u}, {2u, 0x7FFFFFFFu}}, ReduceOp::Sum),
+            (std::vector<U32>{1u, 0xFFFFFFFFu}));
+  EXPECT_EQ(reduce<U32>({{0x80000000u}, {1u}}, ReduceOp::Max), (std::vector<U32>{0x80000000u}));
+  EXPECT_EQ(reduce<U32>({{0x10000u}, {0x10000u}}, ReduceOp::Product), (std::vector<U32>{0u}));
+
+  using U16 = std::uint16_t;
+  // 65535 * 65535 overflows a signed int if uint16 were promoted naively; modulo 2^16 it is 1.
+  EXPECT_EQ(reduce<U16>({{65535, 40000, 0x8000}, {65535, 30000, 1}}, ReduceOp::Product),
+            (std::vector<U16>{1, U16(40000u * 30000u), 0x8000}));
+  EXPECT_EQ(reduce<U16>({{65535, 40000}, {2, 30000}}, ReduceOp::Sum), (std::vector<U16>{1, U16(70000u)}));
+  EXPECT_EQ(reduce<U16>({{0x8000, 5}, {1, 7}}, ReduceOp::Min), (std::vector<U16>{1, 5}));
+  EXPECT_EQ(reduce<U16>({{0xF0F0}, {0x0FF0}}, ReduceOp::Or), (std::vector<U16>{0xFFF0}));
+}
+
 TEST(HostReduce, BoolIsLogical) {
   const std::vector<std::vector<std::uint8_t>> rows = {{1, 0, 1, 0}, {1, 0, 0, 1}};
   const std::vector<std::uint8_t> flat = flatten(rows);
@@ -140,9 +169,9 @@ TEST(ReduceFunction, SixteenBitFloatsRoundToNearestEven) {
 }
 
 TEST(ReduceFunction, EveryDtypeAndOpHasAFunctionOrAValueError) {
-  for (DType t : {DType::Bool, DType::UInt8, DType::Int8, DType::Int16, DType::Int32, DType::Int64, DType::Float16,
-                  DType::BFloat16, DType::Float32, DType::Float64})
+  for (std::size_t i = 0; i < kDTypeCount; ++i)
     for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Product, ReduceOp::Min, ReduceOp::Max, ReduceOp::And, ReduceOp::Or}) {
+      const DType t = DType(i);
       if (is_floating(t) && (op == ReduceOp::And || op == ReduceOp::Or))
         EXPECT_THROW(reduce_function(t, op), ValueError) << to_string(t) << " " << to_string(op);
       else

@@ -1,7 +1,9 @@
 // Vocabulary types: reduction names, element types, devices, groups.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,7 +60,10 @@ TEST(DTypes, SizesAndNames) {
       {DType::Int32, 4, "int32", false},    {DType::Int64, 8, "int64", false},
       {DType::Float16, 2, "float16", true}, {DType::BFloat16, 2, "bfloat16", true},
       {DType::Float32, 4, "float32", true}, {DType::Float64, 8, "float64", true},
+      {DType::UInt16, 2, "uint16", false},  {DType::UInt32, 4, "uint32", false},
+      {DType::UInt64, 8, "uint64", false},
   };
+  static_assert(std::size(rows) == idist::kDTypeCount, "a row per DType");
   for (const Row& r : rows) {
     EXPECT_EQ(idist::dtype_size(r.t), r.size) << r.name;
     EXPECT_EQ(idist::to_string(r.t), r.name);
@@ -78,12 +83,27 @@ TEST(DTypes, CxxTypesMapToTheirDTypeAndSize) {
   static_assert(idist::dtype_of<float> == DType::Float32);
   static_assert(idist::dtype_of<idist::Half> == DType::Float16);
   static_assert(idist::dtype_of<idist::BFloat16> == DType::BFloat16);
+  // Every standard unsigned spelling maps to the unsigned type of its width.
+  static_assert(idist::dtype_of<std::uint16_t> == DType::UInt16);
+  static_assert(idist::dtype_of<std::uint32_t> == DType::UInt32);
+  static_assert(idist::dtype_of<std::uint64_t> == DType::UInt64);
+  static_assert(idist::dtype_of<unsigned char> == DType::UInt8);
+  static_assert(idist::dtype_of<signed char> == DType::Int8);
+  static_assert(idist::dtype_of<unsigned long long> == DType::UInt64);
+  static_assert(idist::dtype_of<std::size_t> == (sizeof(std::size_t) == 8 ? DType::UInt64 : DType::UInt32));
+  static_assert(idist::dtype_of<unsigned> == (sizeof(unsigned) == 4 ? DType::UInt32 : DType::UInt16));
+  static_assert(idist::dtype_of<unsigned long> == (sizeof(unsigned long) == 8 ? DType::UInt64 : DType::UInt32));
+  static_assert(idist::dtype_of<std::ptrdiff_t> == (sizeof(std::ptrdiff_t) == 8 ? DType::Int64 : DType::Int32));
   static_assert(!idist::Element<char>, "plain char must select the string overloads");
+  static_assert(!idist::Element<wchar_t> && !idist::Element<char8_t> && !idist::Element<char32_t>);
   static_assert(!idist::Element<std::string>);
   EXPECT_EQ(idist::dtype_size(idist::dtype_of<idist::Half>), sizeof(idist::Half));
   EXPECT_EQ(idist::dtype_size(idist::dtype_of<idist::BFloat16>), sizeof(idist::BFloat16));
   EXPECT_EQ(idist::dtype_size(idist::dtype_of<long long>), sizeof(long long));
   EXPECT_EQ(idist::dtype_size(idist::dtype_of<bool>), sizeof(bool));
+  EXPECT_EQ(idist::dtype_size(idist::dtype_of<std::size_t>), sizeof(std::size_t));
+  EXPECT_EQ(idist::dtype_size(idist::dtype_of<unsigned short>), sizeof(unsigned short));
+  EXPECT_EQ(idist::dtype_size(idist::dtype_of<unsigned long>), sizeof(unsigned long));
 }
 
 TEST(Buffers, BytesIsCountTimesElementSize) {
@@ -104,6 +124,44 @@ TEST(DeviceNames, CpuAndCuda) {
   EXPECT_EQ((idist::Device{idist::DeviceType::CUDA, -1}).str(), "cuda");
   EXPECT_EQ(idist::Device{}, (idist::Device{idist::DeviceType::CPU, -1}));
   EXPECT_NE((idist::Device{idist::DeviceType::CUDA, 0}), (idist::Device{idist::DeviceType::CUDA, 1}));
+}
+
+TEST(DeviceKinds, IsCudaAndIsCpu) {
+  EXPECT_TRUE(idist::Device{}.is_cpu());
+  EXPECT_FALSE(idist::Device{}.is_cuda());
+  const idist::Device gpu{idist::DeviceType::CUDA, 2};
+  EXPECT_TRUE(gpu.is_cuda());
+  EXPECT_FALSE(gpu.is_cpu());
+  EXPECT_EQ(gpu.index, 2);
+  EXPECT_EQ(idist::Device(idist::DeviceType::CUDA).index, -1);
+}
+
+// The shape of c10::Device that idist::Device converts from and to (tests/torch checks the real one).
+struct FakeTorchDevice {
+  std::string name;
+  explicit FakeTorchDevice(const std::string& s) : name(s) {}
+  bool is_cpu() const { return name == "cpu"; }
+  bool is_cuda() const { return name.rfind("cuda", 0) == 0; }
+  bool has_index() const { return name.find(':') != std::string::npos; }
+  std::int8_t index() const { return has_index() ? std::int8_t(std::stoi(name.substr(name.find(':') + 1))) : -1; }
+  std::string str() const { return name; }
+};
+
+TEST(DeviceKinds, ConvertsFromAndToATorchShapedDevice) {
+  const auto take = [](const idist::Device& d) { return d; };  // where an idist::Device is expected
+  EXPECT_EQ(take(FakeTorchDevice("cpu")), idist::Device{});
+  EXPECT_EQ(take(FakeTorchDevice("cuda:3")), (idist::Device{idist::DeviceType::CUDA, 3}));
+  EXPECT_EQ(take(FakeTorchDevice("cuda")), (idist::Device{idist::DeviceType::CUDA, 0}));
+  EXPECT_TRUE(idist::Device{} == FakeTorchDevice("cpu"));
+  EXPECT_FALSE(FakeTorchDevice("cuda:1") == idist::Device{});
+  const FakeTorchDevice back = idist::Device{idist::DeviceType::CUDA, 5};
+  EXPECT_EQ(back.str(), "cuda:5");
+  try {
+    take(FakeTorchDevice("mps"));
+    ADD_FAILURE() << "an mps device was accepted";
+  } catch (const idist::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("mps"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Groups, WorldAndRankLists) {

@@ -21,7 +21,7 @@ std::string Fingerprint::describe() const {
   const bool known = collective >= 0 && collective < std::int64_t(kOpTypeCount);
   std::string s = name();
   if (known && OpType(collective) != OpType::Barrier) {
-    const bool dtype_known = dtype >= 0 && dtype <= std::int64_t(DType::Float64);
+    const bool dtype_known = dtype >= 0 && dtype < std::int64_t(kDTypeCount);
     s += fmt::format(" {}[{}]", dtype_known ? to_string(DType(dtype)) : std::string_view("dtype?"), count);
   }
   if (op >= 0 && op <= std::int64_t(ReduceOp::Or)) s += fmt::format(" {}", to_string(ReduceOp(op)));
