@@ -61,7 +61,7 @@ export JOBS="$jobs"
 
 # The backends this build has (include/idist/config.hpp, generated) and the registered tests against
 # the floor kept in the repository: tests disappear when a dependency or a directory drops out.
-backends=$(sed -n -E 's/^#define IDIST_HAVE_([A-Z]+) 1$/\1/p' "$build/include/idist/config.hpp" | tr 'A-Z\n' 'a-z ')
+backends=$(sed -n -E 's/^#define IDIST_HAVE_([A-Z]+) 1$/\1/p' "$build/include/idist/config.hpp" | tr 'A-Z\n' 'a-z ' | sed 's/ $//')
 registered=$(cd "$build" && ctest -N | sed -n -E 's/^Total Tests: ([0-9]+)$/\1/p')
 floor=$(grep -E -m1 '^[0-9]+$' "$root/tests/test-count-floor.txt")
 count_status=0
@@ -153,7 +153,7 @@ if in_ci; then
   [[ "$configurations" == 1 ]] || left_out+=("the single-backend configurations")
   [[ "$sanitizers" == 1 ]] || left_out+=("the sanitizer runs")
   if ((${#left_out[@]})); then
-    echo "FAILED: CI=true runs the whole suite, but this run left out: ${left_out[*]}"
+    echo "FAILED: CI=true runs the whole suite, but this run left out: $(IFS=';'; echo "${left_out[*]}" | sed 's/;/; /g')"
     partial_status=1
   fi
 fi
