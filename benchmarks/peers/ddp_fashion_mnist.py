@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """PyTorch's own DistributedDataParallel on idist's main job: the peer of examples/fashion_mnist.
 
-Written for Debian's /usr/bin/python3 with python3-torch (CPU). Two modes:
+Written for Debian's /usr/bin/python3 with python3-torch (CPU); with --device cuda, for PyTorch's wheel
+on GPUs. Two modes:
 
   cnn  the example's work: the same CNN (examples/fashion_mnist/net.hpp), the same Fashion-MNIST
        IDX gzip files normalised with the same mean / std, DistributedSampler shuffled with seed +
@@ -12,11 +13,18 @@ Written for Debian's /usr/bin/python3 with python3-torch (CPU). Two modes:
   mlp  the 32x512 MLP step of benchmarks/training (synthetic batch, SGD lr 0.05), DDP defaults;
        per-step times are maxima over the ranks; rank 0 prints one JSON line with their median.
 
+--device cuda (the peer of the example under --backend nccl): each rank computes on cuda:<LOCAL_RANK>
+(torchrun's local rank, else its rank: the device idist::device() gives), the backend defaults to
+nccl, DDP gets device_ids=[that index], each batch is copied to the device after the CPU loader (as
+the example copies it), and the tensors given to the collectives live on the device. The JSON line
+then has a "device" key; everything else is as on CPUs.
+
 Launch with --nproc N (the script spawns N ranks on this host, rendezvous on a free port), or under
 torchrun (RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT in the environment) with --nproc 0.
 
   /usr/bin/python3 benchmarks/peers/ddp_fashion_mnist.py --nproc 2
   /usr/bin/python3 benchmarks/peers/ddp_fashion_mnist.py --nproc 2 --mode mlp
+  torchrun --standalone --nproc_per_node 1 benchmarks/peers/ddp_fashion_mnist.py --nproc 0 --device cuda
 """
 import argparse
 import datetime
@@ -117,17 +125,22 @@ def to_tensors(images, labels):
     return x, y
 
 
+def on(device, t):
+    """`t` on `device` (a CUDA device), or `t` itself on CPUs (device None)."""
+    return t if device is None else t.to(device)
+
+
 def weights_digest(model):
     """examples/fashion_mnist/metrics.cpp's FNV-1a (64 bits) of the parameters' bytes in registration
     order, so that equal digests mean bitwise-equal weights across the programs."""
     h = 14695981039346656037
     for p in model.parameters():
-        for b in p.detach().contiguous().numpy().tobytes():
+        for b in p.detach().cpu().contiguous().numpy().tobytes():
             h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
     return f"{h:016x}"
 
 
-def evaluate(model, test_x, test_y, world, rank):
+def evaluate(model, test_x, test_y, world, rank, device=None):
     """Accuracy over the whole test split: each rank scores its unshuffled DistributedSampler share
     in batches of 1000, without the padding repeats; counts are summed over the ranks."""
     model.eval()
@@ -135,19 +148,19 @@ def evaluate(model, test_x, test_y, world, rank):
     keep = len(range(rank, n, world))  # the unpadded part of this rank's share
     test_set = TensorDataset(test_x, test_y)
     loader = DataLoader(test_set, batch_size=1000, sampler=DistributedSampler(test_set, world, rank, shuffle=False))
-    counts = torch.zeros(2, dtype=torch.int64)  # correct, total
+    counts = torch.zeros(2, dtype=torch.int64, device=device)  # correct, total
     with torch.no_grad():
         for x, y in loader:
             m = min(x.shape[0], keep - int(counts[1]))
             if m <= 0:
                 break
-            counts[0] += int(model(x[:m]).argmax(1).eq(y[:m]).sum())
+            counts[0] += int(model(on(device, x[:m])).argmax(1).eq(on(device, y[:m])).sum())
             counts[1] += m
     dist.all_reduce(counts)
     return float(counts[0]) / float(counts[1]) if counts[1] > 0 else 0.0
 
 
-def train_cnn(args, rank, world):
+def train_cnn(args, rank, world, device=None):
     torch.manual_seed(args.seed)
     images, labels = read_split(args.data_dir, "train", args.limit)
     train_x, train_y = to_tensors(images, labels)
@@ -160,12 +173,16 @@ def train_cnn(args, rank, world):
     loader = DataLoader(train_set, batch_size=local_batch, sampler=sampler, drop_last=True, num_workers=0)
     steps = len(loader)
 
-    model = DDP(Net())  # broadcasts rank 0's weights; DDP's default buckets
+    if device is None:
+        model = DDP(Net())  # broadcasts rank 0's weights; DDP's default buckets
+    else:
+        model = DDP(Net().to(device), device_ids=[device.index])
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     if rank == 0:
         print(f"ddp_fashion_mnist: {train_x.shape[0]} training / {test_x.shape[0]} test images, global batch "
               f"{local_batch * world} ({local_batch} per rank x {world} ranks), {steps} steps per epoch, "
-              f"{torch.get_num_threads()} intra-op thread(s) per rank, metrics reduced per {args.metrics}",
+              f"{torch.get_num_threads()} intra-op thread(s) per rank, metrics reduced per {args.metrics}"
+              + ("" if device is None else f", device {device} ({torch.cuda.get_device_name(device)})"),
               file=sys.stderr, flush=True)
 
     trained = 0.0
@@ -180,6 +197,8 @@ def train_cnn(args, rank, world):
         dist.barrier()  # start the clock together, as the example does
         start = time.perf_counter()
         for step, (x, y) in enumerate(loader):
+            if device is not None:
+                x, y = x.to(device), y.to(device)
             optimizer.zero_grad()
             logits = model(x)
             loss = F.cross_entropy(logits, y)
@@ -192,7 +211,7 @@ def train_cnn(args, rank, world):
             n = float(y.shape[0])
             step_totals = [loss.item() * n, float(logits.detach().argmax(1).eq(y).sum().item()), n]
             if args.metrics == "step":  # the example's progress line: one all-reduce of 4 doubles per step
-                v = torch.tensor(step_totals + [0.0], dtype=torch.float64)
+                v = torch.tensor(step_totals + [0.0], dtype=torch.float64, device=device)
                 dist.all_reduce(v)
                 epoch_totals = [a + float(b) for a, b in zip(epoch_totals, v[:3])]
             else:
@@ -200,11 +219,11 @@ def train_cnn(args, rank, world):
         trained += time.perf_counter() - start
         images_done += steps * local_batch * world
         if args.metrics != "step":
-            v = torch.tensor(local, dtype=torch.float64)
+            v = torch.tensor(local, dtype=torch.float64, device=device)
             dist.all_reduce(v)
             epoch_totals = [float(a) for a in v]
         totals = epoch_totals
-        accuracy = evaluate(model, test_x, test_y, world, rank)
+        accuracy = evaluate(model, test_x, test_y, world, rank, device)
         if rank == 0:
             print(f"epoch {epoch}/{args.epochs}: test accuracy {accuracy:.4f}", file=sys.stderr, flush=True)
 
@@ -220,16 +239,24 @@ def train_cnn(args, rank, world):
             "weights_digest": weights_digest(model.module), "sync_bn": False,
             "program": "pytorch_ddp", "torch": torch.__version__, "metrics": args.metrics,
         }
+        if device is not None:
+            report["device"] = str(device)
         print(json.dumps(report), flush=True)
 
 
-def train_mlp(args, rank, world):
+def train_mlp(args, rank, world, device=None):
     torch.manual_seed(args.seed)
     model = mlp(args.depth, args.width)
     torch.manual_seed(args.seed + 1000 + rank)  # benchmarks/training: a different batch per rank
     x = torch.randn(args.mlp_batch, args.width)
     y = torch.randint(0, args.width, (args.mlp_batch,), dtype=torch.int64)
-    model = DDP(model, bucket_cap_mb=args.bucket_cap_mb) if args.bucket_cap_mb else DDP(model)
+    ddp_args = {}
+    if device is not None:  # the same weights and batch as on CPUs, moved to the device
+        model, x, y = model.to(device), x.to(device), y.to(device)
+        ddp_args["device_ids"] = [device.index]
+    if args.bucket_cap_mb:
+        ddp_args["bucket_cap_mb"] = args.bucket_cap_mb
+    model = DDP(model, **ddp_args)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
 
     def step():
@@ -249,7 +276,7 @@ def train_mlp(args, rank, world):
         t0 = time.perf_counter()
         loss = step()
         samples.append((time.perf_counter() - t0) * 1000.0)
-    t = torch.tensor(samples, dtype=torch.float64)
+    t = torch.tensor(samples, dtype=torch.float64, device=device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)  # per-step maxima over ranks, as benchmarks/training reports
     samples = t.tolist()
     if rank == 0:
@@ -263,6 +290,8 @@ def train_mlp(args, rank, world):
             "samples_per_s": round(args.mlp_batch * world * 1000.0 / statistics.median(samples), 1),
             "last_loss": round(loss, 6), "torch": torch.__version__,
         }
+        if device is not None:
+            report["device"] = str(device)
         print(json.dumps(report), flush=True)
 
 
@@ -271,13 +300,17 @@ def worker(rank, world, args, master_port):
         os.environ["MASTER_ADDR"] = "127.0.0.1"
         os.environ["MASTER_PORT"] = str(master_port)
     torch.set_num_threads(args.threads)
+    device = None
+    if args.device == "cuda":
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", rank)))  # torchrun's; spawned: the rank
+        torch.cuda.set_device(device)
     dist.init_process_group(args.backend, rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=args.timeout))
     try:
         if args.mode == "cnn":
-            train_cnn(args, rank, world)
+            train_cnn(args, rank, world, device)
         else:
-            train_mlp(args, rank, world)
+            train_mlp(args, rank, world, device)
         dist.barrier()
     finally:
         dist.destroy_process_group()
@@ -293,7 +326,10 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--mode", choices=["cnn", "mlp"], default="cnn")
     p.add_argument("--nproc", type=int, default=2, help="ranks to spawn here; 0: launched by torchrun")
-    p.add_argument("--backend", default="gloo", help="gloo (mpi only where this torch has it)")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                   help="cpu, or cuda: each rank on cuda:<LOCAL_RANK> (one GPU per rank)")
+    p.add_argument("--backend", default=None,
+                   help="gloo (mpi only where this torch has it); --device cuda: nccl (default) or gloo")
     p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads per rank")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=600.0, help="seconds a collective may wait")
@@ -321,6 +357,19 @@ def parse_args(argv):
             p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     if args.limit < 0 or args.warmup < 0 or args.nproc < 0:
         p.error("--limit, --warmup and --nproc must be >= 0")
+    if args.device == "cuda":
+        if args.backend is None:
+            args.backend = "nccl"
+        if args.backend not in ("nccl", "gloo"):
+            p.error(f"--backend {args.backend}: expected nccl or gloo with --device cuda")
+        if not torch.cuda.is_available():
+            p.error(f"--device cuda: no CUDA device is visible (torch {torch.__version__}, CUDA "
+                    f"{torch.version.cuda or 'none'})")
+        if args.nproc > torch.cuda.device_count():
+            p.error(f"--nproc {args.nproc}: only {torch.cuda.device_count()} GPU(s) visible (one rank per GPU)")
+        return args
+    if args.backend is None:
+        args.backend = "gloo"
     if args.backend == "mpi" and not dist.is_mpi_available():
         p.error("--backend mpi: this torch was built without MPI (torch.distributed.is_mpi_available() is False)")
     if args.backend not in ("gloo", "mpi"):

@@ -6,15 +6,18 @@
 #      (idist_conformance, IDIST_TEST_BACKEND=nccl) and the watchdog test (idist_nccl_gpu_faults);
 #   3. with N >= 2 visible GPUs: the same on N ranks, one process per GPU (torchrun-style RANK /
 #      LOCAL_RANK / WORLD_SIZE on 127.0.0.1), and the dead-peer test;
-#   4. the LibTorch layer's tests (idist_torch_tests) on nccl, where LibTorch was built with CUDA.
-#      Debian's libtorch-dev is CPU-only: then this step is skipped and says so;
+#   4. the LibTorch layer's tests (idist_torch_tests) on nccl and its GPU tests (idist_nccl_torch_gpu:
+#      the tensor forms of reduce, gather, scatter, reduce_scatter, all_to_all, send / recv;
+#      idist_torch_gpu_streams: stream ordering), at world size 1 and on N ranks, where LibTorch was
+#      built with CUDA. Debian's libtorch-dev is CPU-only: then this step is skipped and says so;
 #   5. the all-reduce bandwidth sweep (idist_nccl_allreduce_bw) on 1 GPU and on N ranks, then the
 #      blocking all_reduce's latency against raw ncclAllReduce (--compare-raw).
 #
 # Exit status: 0 when every step that ran passed, 1 when one failed, 77 when no GPU is visible (after
 # the build, which is checked either way).
 # Environment: BUILD_DIR, PREBUILT (1: run the binaries already in $BUILD_DIR, built on another machine
-# with the same CUDA major version; nothing is configured or built), JOBS (build parallelism; default: number of cores), MAX_BYTES (largest size
+# with the same CUDA major version or by tests/gpu/wheel.sh; nothing is configured or built; step 4
+# runs the LibTorch GPU binaries found there, not idist_torch_tests), JOBS (build parallelism; default: number of cores), MAX_BYTES (largest size
 # of the sweep, default 1G), CMAKE_ARGS (extra configure arguments), STEP_TIMEOUT (seconds per
 # process, default 900).
 set -uo pipefail
@@ -37,12 +40,23 @@ record() {  # record <status> <what>
 
 # --- 1. build ----------------------------------------------------------------------------------
 targets=(idist_nccl_gpu idist_nccl_gpu_faults idist_nccl_allreduce_bw idist_conformance)
+# GPU tests of the LibTorch layer: built only against a LibTorch with CUDA (IDIST_TORCH_HAS_CUDA).
+torch_gpu_targets=(idist_nccl_torch_gpu idist_torch_gpu_streams)
+torch_gpu_bins=()
+# has_target <name>: whether the configured build defines it (the output is captured whole, not piped
+# into grep -q, which would end the lister early: SIGPIPE under pipefail).
+has_target() {
+  local all
+  if [ -f "$build/build.ninja" ]; then all=$(ninja -C "$build" -t targets all 2>/dev/null); else all=$(make -C "$build" help 2>/dev/null); fi
+  grep -qE "(^|[ .])$1(:|$)" <<<"$all"
+}
 if [ "${PREBUILT:-0}" = 1 ]; then
   for t in gpu/idist_nccl_gpu gpu/idist_nccl_gpu_faults gpu/idist_nccl_allreduce_bw conformance/idist_conformance; do
     [ -x "$build/tests/$t" ] || { echo "run.sh: PREBUILT=1 but $build/tests/$t is missing"; exit 1; }
   done
   torch_cuda=""
-  record PASS "prebuilt binaries in $build: ${targets[*]}"
+  for t in "${torch_gpu_targets[@]}"; do [ -x "$build/tests/gpu/$t" ] && torch_gpu_bins+=("$t"); done
+  record PASS "prebuilt binaries in $build: ${targets[*]} ${torch_gpu_bins[*]}"
 else
   say "configure and build in $build"
   generator=()
@@ -61,7 +75,10 @@ else
       if ls "$lib_dir"/libtorch_cuda*.so* >/dev/null 2>&1; then torch_cuda=$(cd "$lib_dir" && pwd); fi
     done
   fi
-  [ -n "$torch_cuda" ] && targets+=(idist_torch_tests)
+  if [ -n "$torch_cuda" ]; then
+    targets+=(idist_torch_tests)
+    for t in "${torch_gpu_targets[@]}"; do has_target "$t" && torch_gpu_bins+=("$t") && targets+=("$t"); done
+  fi
   if ! cmake --build "$build" -j"$jobs" --target "${targets[@]}"; then
     echo "run.sh: the build failed"
     exit 1
@@ -154,7 +171,15 @@ if [ -n "$torch_cuda" ]; then
   say "LibTorch layer on nccl (CUDA LibTorch in $torch_cuda)"
   run_one "torch_nccl_ws1" "${gpu_ids[0]}" "$bin/torch/idist_torch_tests"
   [ "$ngpu" -ge 2 ] && run_ranks "torch_nccl_np$ngpu" "$ngpu" "$bin/torch/idist_torch_tests"
-else
+fi
+for t in "${torch_gpu_bins[@]}"; do
+  say "LibTorch layer's GPU test $t"
+  run_one "${t#idist_}_ws1" "${gpu_ids[0]}" "$bin/gpu/$t"
+  [ "$ngpu" -ge 2 ] && run_ranks "${t#idist_}_np$ngpu" "$ngpu" "$bin/gpu/$t"
+done
+if [ "${PREBUILT:-0}" = 1 ]; then
+  [ ${#torch_gpu_bins[@]} -gt 0 ] || record SKIP "LibTorch layer on CUDA tensors: no LibTorch GPU test among the prebuilt binaries"
+elif [ -z "$torch_cuda" ]; then
   say "LibTorch layer on CUDA tensors: skipped"
   echo "The LibTorch found at configure time (${torch_dir:-none}) has no CUDA (no libtorch_cuda.so beside it);"
   echo "Debian's libtorch-dev is CPU-only. Point CMAKE_ARGS=-DTorch_DIR=<libtorch with CUDA>/share/cmake/Torch to run it."
