@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "idist/idist.hpp"
+#include "test_device.hpp"
 #include "torch/reducer.hpp"  // internal: idist_torch
 
 namespace {
@@ -113,6 +114,7 @@ TEST(AutoModel, BroadcastsRankZerosParameters) {
   EXPECT_TRUE(same_as_rank0(*net));
   torch::manual_seed(100);
   Mlp rank0;
+  rank0.to(idist::test::test_device());
   EXPECT_EQ(max_diff(*net, rank0), 0.0);
 }
 
@@ -124,8 +126,8 @@ TEST_P(DdpEquivalence, ShardedTrainingMatchesOneProcess) {
   const auto [cap_mb, as_view] = GetParam();
   const std::int64_t batch = 12, steps = 6;  // 12 splits evenly over 2 and 3 ranks
   torch::manual_seed(7);
-  const auto X = torch::randn({steps, batch, 6});
-  const auto Y = torch::randn({steps, batch, 3});
+  const auto X = torch::randn({steps, batch, 6}).to(idist::test::test_device());
+  const auto Y = torch::randn({steps, batch, 3}).to(idist::test::test_device());
 
   torch::manual_seed(100 + rank());
   auto net = idist::auto_model(std::make_shared<Mlp>(), {.bucket_cap_mb = cap_mb, .gradient_as_bucket_view = as_view});
@@ -148,6 +150,7 @@ TEST_P(DdpEquivalence, ShardedTrainingMatchesOneProcess) {
 
   torch::manual_seed(100);  // rank 0's initial parameters, trained alone on whole batches
   auto reference = std::make_shared<Mlp>();
+  reference->to(idist::test::test_device());
   std::vector<torch::Tensor> initial;
   for (const auto& p : reference->parameters()) initial.push_back(p.detach().clone());
   train(
@@ -171,12 +174,13 @@ TEST(NoSync, AccumulatesLocallyThenAveragesTheSum) {
   if (ws() < 2) GTEST_SKIP() << "needs two ranks";
   const std::int64_t batch = 6 * ws();
   torch::manual_seed(3);
-  const auto X = torch::randn({2, batch, 6});
-  const auto Y = torch::randn({2, batch, 3});
+  const auto X = torch::randn({2, batch, 6}).to(idist::test::test_device());
+  const auto Y = torch::randn({2, batch, 3}).to(idist::test::test_device());
   torch::manual_seed(5);
   auto net = idist::auto_model(std::make_shared<Mlp>(), {.bucket_cap_mb = 0.0005});
   torch::manual_seed(5);
   auto reference = std::make_shared<Mlp>();
+  reference->to(idist::test::test_device());
   const auto reducer = idist::detail::reducer_of(net);
   const std::int64_t lo = rank() * 6, hi = lo + 6;
 
@@ -215,13 +219,13 @@ TEST(UnusedParameters, ErrorNamesThemOnEveryRank) {
   auto net = idist::auto_model(std::make_shared<TwoHeads>());
   std::string msg;
   try {
-    net->a(torch::randn({2, 4})).sum().backward();
+    net->a(torch::randn({2, 4}).to(idist::test::test_device())).sum().backward();
   } catch (const std::exception& e) {
     msg = e.what();
   }
   EXPECT_NE(msg.find("b.weight, b.bias"), std::string::npos) << msg;
   // Still usable afterwards.
-  auto x = torch::randn({2, 4});
+  auto x = torch::randn({2, 4}).to(idist::test::test_device());
   (net->a(x).sum() + net->b(x).sum()).backward();
   EXPECT_EQ(idist::detail::reducer_of(net)->sync_count(), 1u);
 }
@@ -230,7 +234,7 @@ TEST(UnusedParameters, FindUnusedAveragesWhatSomeRankUsed) {
   if (ws() < 2) GTEST_SKIP() << "needs two ranks";
   auto net = idist::auto_model(std::make_shared<TwoHeads>(), {.find_unused_parameters = true});
   torch::manual_seed(9);
-  const auto x = torch::randn({5, 4});  // the same on every rank
+  const auto x = torch::randn({5, 4}).to(idist::test::test_device());  // the same on every rank
   // Only rank 0 uses head b: its gradient is rank 0's divided by the world size, on every rank.
   auto loss = net->a(x).sum();
   if (rank() == 0) loss = loss + 2 * net->b(x).sum();
@@ -257,7 +261,7 @@ TEST(AutoModel, BuffersFollowRankZero) {
   for (bool broadcast_buffers : {true, false}) {
     torch::nn::Sequential net(torch::nn::Linear(4, 4), torch::nn::BatchNorm1d(4));
     net = idist::auto_model(net, {.broadcast_buffers = broadcast_buffers});
-    auto x = torch::randn({8, 4}) + rank();  // different statistics on every rank
+    auto x = (torch::randn({8, 4}) + rank()).to(idist::test::test_device());  // different statistics on every rank
     net->forward(x).sum().backward();
     auto mean = net->named_buffers()["1.running_mean"];
     const bool same = idist::broadcast(mean.clone(), 0).equal(mean);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "idist/idist.hpp"
+#include "test_device.hpp"
 #include "torch/reducer.hpp"  // internal: idist_torch
 
 namespace {
@@ -38,7 +39,7 @@ std::shared_ptr<Wide> make_wide() {
 void train_step(Wide& net, torch::optim::SGD& opt, int step) {
   torch::manual_seed(900 + 17 * idist::get_rank() + step);
   opt.zero_grad();
-  net.forward(torch::randn({4, 512})).square().mean().backward();
+  net.forward(torch::randn({4, 512}).to(idist::test::test_device())).square().mean().backward();
   opt.step();
 }
 

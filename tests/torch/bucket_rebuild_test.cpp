@@ -8,6 +8,7 @@
 
 #include "average_reference.hpp"
 #include "idist/idist.hpp"
+#include "test_device.hpp"
 #include "torch/bucket_assignment.hpp"  // internal: idist_torch
 #include "torch/reducer.hpp"            // internal: idist_torch
 
@@ -31,7 +32,7 @@ std::shared_ptr<Reversed> make_net() {
 
 torch::Tensor batch_of(int step) {
   torch::manual_seed(500 + 31 * idist::get_rank() + step);
-  return torch::randn({16, 8});
+  return torch::randn({16, 8}).to(idist::test::test_device());
 }
 
 // Tiny caps: every parameter in a bucket of its own, so the bucket order is the parameter order.

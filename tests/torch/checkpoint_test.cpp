@@ -14,12 +14,16 @@
 
 #include "idist/idist.hpp"
 #include "support/error_message.hpp"
+#include "test_device.hpp"
+#include "torch/checkpoint/optimizer_state.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using idist::Checkpoint;
 using idist::CheckpointOptions;
+using idist::test::on_test_device;
+using idist::test::test_device;
 
 int rank() { return idist::get_rank(); }
 int ws() { return idist::get_world_size(); }
@@ -48,12 +52,14 @@ struct SharedDir {
   }
 };
 
-// A module with parameters, buffers (batch norm) and a submodule.
+// A module with parameters, buffers (batch norm) and a submodule, on test_device().
 struct Net : torch::nn::Module {
   Net()
       : fc(register_module("fc", torch::nn::Linear(4, 3))),
         bn(register_module("bn", torch::nn::BatchNorm1d(3))),
-        head(register_module("head", torch::nn::Sequential(torch::nn::Linear(3, 2)))) {}
+        head(register_module("head", torch::nn::Sequential(torch::nn::Linear(3, 2)))) {
+    to(test_device());
+  }
   torch::Tensor forward(const torch::Tensor& x) { return head->forward(bn->forward(fc->forward(x))); }
   torch::nn::Linear fc;
   torch::nn::BatchNorm1d bn;
@@ -63,7 +69,7 @@ struct Net : torch::nn::Module {
 void train_steps(Net& net, torch::optim::Optimizer& opt, int steps, int seed) {
   torch::manual_seed(seed);
   for (int i = 0; i < steps; ++i) {
-    const auto x = torch::randn({8, 4});
+    const auto x = torch::randn({8, 4}).to(net.parameters().front().device(), net.parameters().front().scalar_type());
     opt.zero_grad();
     net.forward(x).pow(2).mean().backward();
     opt.step();
@@ -73,10 +79,10 @@ void train_steps(Net& net, torch::optim::Optimizer& opt, int steps, int seed) {
 void expect_same_state(const torch::nn::Module& a, const torch::nn::Module& b) {
   const auto pa = a.named_parameters(), pb = b.named_parameters();
   ASSERT_EQ(pa.size(), pb.size());
-  for (const auto& p : pa) EXPECT_TRUE(torch::equal(p.value(), pb[p.key()])) << p.key();
+  for (const auto& p : pa) EXPECT_TRUE(torch::equal(p.value().cpu(), pb[p.key()].cpu())) << p.key();
   const auto ba = a.named_buffers(), bb = b.named_buffers();
   ASSERT_EQ(ba.size(), bb.size());
-  for (const auto& p : ba) EXPECT_TRUE(torch::equal(p.value(), bb[p.key()])) << p.key();
+  for (const auto& p : ba) EXPECT_TRUE(torch::equal(p.value().cpu(), bb[p.key()].cpu())) << p.key();
 }
 
 // Saving after some steps and loading into fresh objects continues exactly: one more step on both
@@ -132,6 +138,7 @@ TEST(Checkpoint, LoadsByCopyIntoTheModulesTensors) {
 TEST(Checkpoint, TakesAModuleHolder) {
   SharedDir dir;
   torch::nn::Linear linear(3, 2);
+  linear->to(test_device());
   Checkpoint ckpt(dir.path, {{"model", linear}});
   ckpt.save({.iteration = 1});
   ckpt.wait();
@@ -141,7 +148,7 @@ TEST(Checkpoint, TakesAModuleHolder) {
     linear->weight.zero_();
   }
   ASSERT_TRUE(ckpt.load_latest().has_value());
-  EXPECT_TRUE(torch::equal(linear->weight, saved));
+  EXPECT_TRUE(torch::equal(linear->weight.cpu(), saved.cpu()));
 }
 
 // save() copies the state before it returns: what training changes while the background write runs
@@ -149,6 +156,7 @@ TEST(Checkpoint, TakesAModuleHolder) {
 TEST(Checkpoint, SavesTheStateOfTheCallNotOfTheWrite) {
   SharedDir dir;
   auto model = std::make_shared<torch::nn::LinearImpl>(2048, 2048);  // 16 MiB: the write takes a while
+  model->to(test_device());
   auto opt = std::make_shared<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   model->weight.mutable_grad() = torch::ones_like(model->weight);
   model->bias.mutable_grad() = torch::ones_like(model->bias);
@@ -163,14 +171,16 @@ TEST(Checkpoint, SavesTheStateOfTheCallNotOfTheWrite) {
   }
   ckpt.wait();
   auto fresh = std::make_shared<torch::nn::LinearImpl>(2048, 2048);
+  fresh->to(test_device());
   auto fresh_opt =
       std::make_shared<torch::optim::SGD>(fresh->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   Checkpoint reader(dir.path, {{"model", fresh}, {"optimizer", fresh_opt}}, {.require_empty = false});
   ASSERT_TRUE(reader.load_latest().has_value());
-  EXPECT_TRUE(torch::equal(fresh->weight, weight));
+  EXPECT_TRUE(torch::equal(fresh->weight.cpu(), weight.cpu()));
   for (const auto& [key, state] : fresh_opt->state()) {
     const auto& buf = static_cast<const torch::optim::SGDParamState&>(*state).momentum_buffer();
-    EXPECT_TRUE(torch::equal(buf, torch::ones_like(buf))) << "the first step's momentum";
+    EXPECT_EQ(buf.device(), test_device());
+    EXPECT_TRUE(torch::equal(buf.cpu(), torch::ones(buf.sizes()))) << "the first step's momentum";
   }
 }
 
@@ -208,7 +218,7 @@ TEST(Checkpoint, UserValuesAndGeneratorStateRoundTrip) {
              .values = {{"count", std::int64_t(-5)},
                         {"best", 0.25},
                         {"name", std::string("résumé")},
-                        {"histogram", torch::arange(6, torch::kFloat).reshape({2, 3})}}});
+                        {"histogram", torch::arange(6, on_test_device()).reshape({2, 3})}}});
   const auto expected = torch::rand({5});  // what the generator gives after the save
   torch::manual_seed(0);
   const auto loaded = ckpt.load_latest();
@@ -218,7 +228,9 @@ TEST(Checkpoint, UserValuesAndGeneratorStateRoundTrip) {
   EXPECT_EQ(loaded->value<std::int64_t>("count"), -5);
   EXPECT_EQ(loaded->value<double>("best"), 0.25);
   EXPECT_EQ(loaded->value<std::string>("name"), "résumé");
-  EXPECT_TRUE(torch::equal(loaded->value<torch::Tensor>("histogram"), torch::arange(6, torch::kFloat).reshape({2, 3})));
+  const auto& histogram = loaded->value<torch::Tensor>("histogram");
+  EXPECT_TRUE(histogram.device().is_cpu()) << "map_location";
+  EXPECT_TRUE(torch::equal(histogram, torch::arange(6, torch::kFloat).reshape({2, 3})));
   EXPECT_NE(idist::test::message_of([&] { loaded->value<double>("count"); }).find("'count'"), std::string::npos);
   EXPECT_NE(idist::test::message_of([&] { loaded->value<double>("missing"); }).find("no user value 'missing'"),
             std::string::npos);
@@ -354,12 +366,14 @@ TEST(Checkpoint, BadArgumentsRaiseOnEveryRank) {
   EXPECT_NE(message_of([&] { ckpt.save({.values = {{"", 1.0}}}); }).find("empty name"), std::string::npos);
   // Checkpoints that do not fit the items: other parameter names, other shapes, a missing item.
   auto other = std::make_shared<torch::nn::LinearImpl>(4, 5);
+  other->to(test_device());
   Checkpoint wrong_names(dir.path, {{"m", other}}, {.require_empty = false});
   const std::string names = message_of([&] { wrong_names.load_latest(); });
   EXPECT_NE(names.find("item 'm'"), std::string::npos) << names;
   EXPECT_NE(names.find("weight"), std::string::npos) << names;
   EXPECT_NE(names.find("are not in the file"), std::string::npos) << names;
   auto lin = std::make_shared<torch::nn::LinearImpl>(4, 3);
+  lin->to(test_device());
   Checkpoint lin_ckpt(dir.path, {{"lin", lin}}, {.require_empty = false});
   lin_ckpt.save({.iteration = 2});
   lin_ckpt.wait();  // the objects below read what it wrote
@@ -446,6 +460,128 @@ TEST(Checkpoint, ObjectsThatSaveThemselvesRunOnEveryRank) {
   EXPECT_EQ(counter->loads, 1);
   EXPECT_EQ(counter->value, std::int64_t(ws() * (ws() + 1) / 2));
   EXPECT_EQ(seen, 42);
+}
+
+// PyTorch's load_state_dict rules: a module copies the saved values into its own tensors (their
+// device and dtype), an optimizer's state follows its parameter (device, and dtype when floating;
+// steps stay). Saved from float32 parameters, loaded after the parameters moved to float64.
+TEST(Checkpoint, StateLoadsOntoTheParametersCurrentDtype) {
+  SharedDir dir;
+  torch::manual_seed(1);
+  auto net = std::make_shared<Net>();
+  auto opt = std::make_shared<torch::optim::Adam>(net->parameters(), torch::optim::AdamOptions(0.01));
+  train_steps(*net, *opt, 3, 2);
+  {
+    Checkpoint ckpt(dir.path, {{"model", net}, {"optimizer", opt}});
+    ckpt.save({.iteration = 3});
+    ckpt.wait();
+  }
+  auto net2 = std::make_shared<Net>();
+  net2->to(torch::kFloat64);
+  auto opt2 = std::make_shared<torch::optim::Adam>(net2->parameters(), torch::optim::AdamOptions(0.01));
+  Checkpoint ckpt(dir.path, {{"model", net2}, {"optimizer", opt2}}, {.require_empty = false});
+  ASSERT_TRUE(ckpt.load_latest().has_value());
+  const auto named = net->named_parameters(), named2 = net2->named_parameters();
+  for (const auto& p : named) {
+    EXPECT_EQ(named2[p.key()].scalar_type(), torch::kFloat64) << p.key();
+    EXPECT_TRUE(torch::equal(named2[p.key()].cpu(), p.value().cpu().to(torch::kFloat64))) << p.key();
+  }
+  const auto ps = net->parameters(), ps2 = net2->parameters();
+  for (std::size_t i = 0; i < ps.size(); ++i) {
+    const auto* saved = dynamic_cast<torch::optim::AdamParamState*>(idist::checkpoint::state_of(*opt, ps[i]));
+    const auto* mine = dynamic_cast<torch::optim::AdamParamState*>(idist::checkpoint::state_of(*opt2, ps2[i]));
+    ASSERT_TRUE(saved && mine) << "parameter " << i;
+    EXPECT_EQ(mine->exp_avg().scalar_type(), torch::kFloat64);
+    EXPECT_EQ(mine->exp_avg_sq().scalar_type(), torch::kFloat64);
+    EXPECT_EQ(mine->exp_avg().device(), ps2[i].device());
+    EXPECT_EQ(mine->step(), saved->step());
+    EXPECT_TRUE(torch::equal(mine->exp_avg().cpu(), saved->exp_avg().cpu().to(torch::kFloat64)));
+  }
+  // Both continue alike (float32 against float64: to float32's rounding). Not fc.bias: the batch
+  // norm after it cancels its gradient, so Adam steps it by normalised rounding noise.
+  train_steps(*net, *opt, 2, 5);
+  train_steps(*net2, *opt2, 2, 5);
+  for (const auto& p : named)
+    if (p.key() != "fc.bias")
+      EXPECT_TRUE(torch::allclose(named2[p.key()].cpu().to(torch::kFloat), p.value().cpu(), 1e-4, 1e-5)) << p.key();
+}
+
+// Records where the tensor it reads was loaded.
+struct TensorHolder : idist::Checkpointable {
+  torch::Tensor value, loaded;
+  void save(torch::serialize::OutputArchive& a) override { a.write("value", value); }
+  void load(torch::serialize::InputArchive& a) override { a.read("value", loaded); }
+};
+
+// map_location moves every tensor first; then modules and optimizers take theirs where they keep
+// them, while user tensors and what a Checkpointable reads stay there. Without it: the host, and
+// user tensors saved from a device back on this rank's device.
+TEST(Checkpoint, MapLocationAndWhereEachTensorGoes) {
+  SharedDir dir;
+  auto net = std::make_shared<Net>();
+  auto opt = std::make_shared<torch::optim::SGD>(net->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  train_steps(*net, *opt, 1, 3);
+  auto holder = std::make_shared<TensorHolder>();
+  holder->value = torch::arange(4, on_test_device());
+  {
+    Checkpoint ckpt(dir.path, {{"model", net}, {"optimizer", opt}, {"holder", holder}});
+    ckpt.save(
+        {.iteration = 1, .values = {{"on_device", torch::arange(3, on_test_device())}, {"on_host", torch::arange(2)}}});
+    ckpt.wait();
+  }
+  for (const bool map_to_cpu : {true, false}) {
+    SCOPED_TRACE(map_to_cpu ? "map_location cpu" : "no map_location");
+    auto net2 = std::make_shared<Net>();
+    auto opt2 = std::make_shared<torch::optim::SGD>(net2->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+    auto holder2 = std::make_shared<TensorHolder>();
+    CheckpointOptions options{.require_empty = false};
+    if (map_to_cpu) options.map_location = torch::kCPU;
+    Checkpoint ckpt(dir.path, {{"model", net2}, {"optimizer", opt2}, {"holder", holder2}}, options);
+    const auto loaded = ckpt.load_latest();
+    ASSERT_TRUE(loaded.has_value());
+    expect_same_state(*net, *net2);
+    for (const auto& p : net2->parameters()) {
+      EXPECT_EQ(p.device(), test_device());
+      const auto* s = dynamic_cast<torch::optim::SGDParamState*>(idist::checkpoint::state_of(*opt2, p));
+      ASSERT_NE(s, nullptr);
+      EXPECT_EQ(s->momentum_buffer().device(), test_device());
+    }
+    const auto& on_device = loaded->value<torch::Tensor>("on_device");
+    EXPECT_EQ(on_device.device(), map_to_cpu ? torch::Device(torch::kCPU) : test_device());
+    EXPECT_TRUE(torch::equal(on_device.cpu(), torch::arange(3)));
+    EXPECT_TRUE(loaded->value<torch::Tensor>("on_host").device().is_cpu());
+    EXPECT_TRUE(holder2->loaded.device().is_cpu());
+    EXPECT_TRUE(torch::equal(holder2->loaded, torch::arange(4)));
+  }
+}
+
+// Items given by reference: a module, an optimizer and a Checkpointable on the stack, as
+// auto_optim's example builds its optimizer.
+TEST(Checkpoint, TakesObjectsByReference) {
+  SharedDir dir;
+  torch::manual_seed(1);
+  Net net;
+  torch::optim::SGD opt(net.parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  TensorHolder holder;
+  holder.value = torch::full({2}, 7.0);
+  train_steps(net, opt, 2, 2);
+  {
+    Checkpoint ckpt(dir.path, {{"model", net}, {"optimizer", opt}, {"holder", holder}});
+    ckpt.save({.iteration = 2});
+    ckpt.wait();
+  }
+  torch::manual_seed(99);
+  Net net2;
+  torch::optim::SGD opt2(net2.parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  TensorHolder holder2;
+  Checkpoint ckpt(dir.path, {{"model", net2}, {"optimizer", opt2}, {"holder", holder2}}, {.require_empty = false});
+  ASSERT_TRUE(ckpt.load_latest().has_value());
+  expect_same_state(net, net2);
+  EXPECT_EQ(opt2.state().size(), opt.state().size());
+  EXPECT_TRUE(torch::equal(holder2.loaded, holder.value));
+  train_steps(net, opt, 1, 5);
+  train_steps(net2, opt2, 1, 5);
+  expect_same_state(net, net2);  // the momentum came back
 }
 
 // A dataset whose examples are their own index.

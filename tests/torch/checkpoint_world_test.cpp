@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "idist/idist.hpp"
+#include "test_device.hpp"
 
 namespace {
 
@@ -31,9 +32,17 @@ auto index_dataset() {
       .map(torch::data::transforms::Stack<torch::data::TensorExample>());
 }
 
+// A module of type M on test_device().
+template <class M, class... Args>
+std::shared_ptr<M> on_device(Args... args) {
+  auto m = std::make_shared<M>(args...);
+  m->to(idist::test::test_device());
+  return m;
+}
+
 struct Objects {
-  std::shared_ptr<torch::nn::LinearImpl> model = std::make_shared<torch::nn::LinearImpl>(4, 3);
-  std::shared_ptr<torch::nn::BatchNorm1dImpl> norm = std::make_shared<torch::nn::BatchNorm1dImpl>(3);
+  std::shared_ptr<torch::nn::LinearImpl> model = on_device<torch::nn::LinearImpl>(4, 3);
+  std::shared_ptr<torch::nn::BatchNorm1dImpl> norm = on_device<torch::nn::BatchNorm1dImpl>(3);
   std::shared_ptr<torch::optim::SGD> optimizer =
       std::make_shared<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   idist::DataLoader<decltype(index_dataset())> loader = idist::auto_dataloader(
@@ -62,8 +71,8 @@ TEST(CheckpointAcrossWorldSizes, Phase) {
   if (phase == "save") {
     ASSERT_EQ(world, 2);
     torch::NoGradGuard no_grad;
-    o.model->weight.mutable_grad() = torch::ones({3, 4});
-    o.model->bias.mutable_grad() = torch::full({3}, 2.0F);
+    o.model->weight.mutable_grad() = torch::ones({3, 4}, idist::test::on_test_device());
+    o.model->bias.mutable_grad() = torch::full({3}, 2.0F, idist::test::on_test_device());
     o.optimizer->step();  // momentum buffers = the gradients
     o.model->weight.copy_(torch::arange(12, torch::kFloat).reshape({3, 4}) * 0.5);
     o.model->bias.copy_(torch::tensor({1.0F, 2.0F, 3.0F}));
@@ -85,13 +94,15 @@ TEST(CheckpointAcrossWorldSizes, Phase) {
   const auto restored = torch::rand({3});
   torch::manual_seed(rank < 2 ? 100 + rank : 999);
   EXPECT_TRUE(torch::equal(restored, torch::rand({3}))) << "rank " << rank << "'s generator";
-  EXPECT_TRUE(torch::allclose(o.model->weight, torch::arange(12, torch::kFloat).reshape({3, 4}) * 0.5));
-  EXPECT_TRUE(torch::allclose(o.model->bias, torch::tensor({1.0F, 2.0F, 3.0F})));
-  EXPECT_TRUE(torch::allclose(o.norm->running_mean, torch::full({3}, 0.25F)));
+  EXPECT_TRUE(torch::allclose(o.model->weight.cpu(), torch::arange(12, torch::kFloat).reshape({3, 4}) * 0.5));
+  EXPECT_TRUE(torch::allclose(o.model->bias.cpu(), torch::tensor({1.0F, 2.0F, 3.0F})));
+  EXPECT_TRUE(torch::allclose(o.norm->running_mean.cpu(), torch::full({3}, 0.25F)));
   int buffers = 0;
   for (const auto& [key, state] : o.optimizer->state()) {
     const auto& buf = static_cast<const torch::optim::SGDParamState&>(*state).momentum_buffer();
-    EXPECT_TRUE(buf.dim() == 2 ? torch::equal(buf, torch::ones({3, 4})) : torch::equal(buf, torch::full({3}, 2.0F)));
+    EXPECT_EQ(buf.device(), idist::test::test_device());  // on its parameter's device
+    EXPECT_TRUE(buf.dim() == 2 ? torch::equal(buf.cpu(), torch::ones({3, 4}))
+                               : torch::equal(buf.cpu(), torch::full({3}, 2.0F)));
     ++buffers;
   }
   EXPECT_EQ(buffers, 2);

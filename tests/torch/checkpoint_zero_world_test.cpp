@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "idist/idist.hpp"
+#include "test_device.hpp"
 #include "zero_test_support.hpp"
 
 namespace {
@@ -35,7 +36,8 @@ struct Data {
 };
 Data make_data() {
   torch::manual_seed(11);
-  return {torch::randn({kSteps, kRows, 6}, torch::kFloat64), torch::randn({kSteps, kRows, 3}, torch::kFloat64)};
+  return {torch::randn({kSteps, kRows, 6}, torch::kFloat64).to(idist::test::test_device()),
+          torch::randn({kSteps, kRows, 3}, torch::kFloat64).to(idist::test::test_device())};
 }
 
 // Step s on this rank's rows of the global batch (all of it when `whole`).

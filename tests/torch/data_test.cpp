@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <torch/cuda.h>
+
 #include "idist/idist.hpp"
 
 namespace {
@@ -253,6 +255,47 @@ TEST(AutoDataloader, ShardsTheDatasetAcrossRanks) {
   if (ws() > 1) {
     EXPECT_EQ(loaded(loader), e0);
   }
+}
+
+// pin_memory pins every batch where CUDA is available and is a no-op elsewhere (PyTorch's rule);
+// the batches are the same either way.
+TEST(AutoDataloader, PinMemoryPinsTheBatchesWhereCudaIsAvailable) {
+  const bool cuda = torch::cuda::is_available();
+  auto pinned = idist::auto_dataloader(index_dataset(20), {.batch_size = std::size_t(4 * ws()), .pin_memory = true});
+  auto pageable = idist::auto_dataloader(index_dataset(20), {.batch_size = std::size_t(4 * ws()), .pin_memory = false});
+  EXPECT_EQ(idist::detail::pins_batches(pinned.options()), cuda);
+  EXPECT_FALSE(idist::detail::pins_batches(pageable.options()));
+  std::vector<torch::Tensor> a, b;
+  for (auto& batch : pinned) {
+    EXPECT_EQ(batch.data.is_pinned(), cuda);
+    EXPECT_TRUE(batch.data.device().is_cpu());
+    a.push_back(batch.data);
+  }
+  for (auto& batch : pageable) {
+    EXPECT_FALSE(batch.data.is_pinned());
+    b.push_back(batch.data);
+  }
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_FALSE(a.empty());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i]));
+}
+
+// The batch types pin_batch reaches: a tensor, an Example's data and target, a vector of Examples.
+TEST(AutoDataloader, PinBatchPinsEveryTensorOfTheBatch) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "pinned memory needs CUDA";
+  torch::Tensor t = torch::ones({3});
+  idist::detail::pin_batch(t);
+  EXPECT_TRUE(t.is_pinned());
+  std::vector<torch::data::Example<>> examples{{torch::ones({2}), torch::zeros({1})},
+                                               {torch::ones({2}), torch::zeros({1})}};
+  idist::detail::pin_batch(examples);
+  for (const auto& e : examples) {
+    EXPECT_TRUE(e.data.is_pinned());
+    EXPECT_TRUE(e.target.is_pinned());
+  }
+  int untouched = 5;
+  idist::detail::pin_batch(untouched);  // other types pass through
+  EXPECT_EQ(untouched, 5);
 }
 
 TEST(AutoDataloader, UserSamplerIsWrappedInProxy) {

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <torch/cuda.h>
+
 #include "idist/idist.hpp"
 
 namespace {
@@ -327,6 +329,20 @@ TEST(IgniteParity, SizedStreamAndStatefulStreamEndTheirEpochs) {
                                        {.batch_size = std::size_t(3 * ws())});
   EXPECT_EQ(loaded(ending), share(5));
   EXPECT_EQ(loaded(ending), share(5));  // a new epoch resets the dataset
+}
+
+// A stream loader pins its batches as a map-style one does (where CUDA is available; else a no-op).
+TEST(IgniteParity, StreamLoaderPinsWhereCudaIsAvailable) {
+  const bool cuda = torch::cuda::is_available();
+  auto loader = idist::auto_dataloader(RankStream(6).map(torch::data::transforms::Stack<>()),
+                                       {.batch_size = std::size_t(2 * ws()), .pin_memory = true});
+  std::vector<std::int64_t> values;
+  for (auto& batch : loader) {
+    EXPECT_EQ(batch.data.is_pinned(), cuda);
+    EXPECT_EQ(batch.target.is_pinned(), cuda);
+    for (std::int64_t i = 0; i < batch.target.size(0); ++i) values.push_back(batch.target[i].item<std::int64_t>());
+  }
+  EXPECT_EQ(values, share(6));
 }
 
 TEST(IgniteParity, StreamTakesNoSampler) {

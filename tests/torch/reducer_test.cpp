@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "idist/idist.hpp"
+#include "test_device.hpp"
 #include "torch/bucket_assignment.hpp"  // internal: idist_torch
 #include "torch/reducer.hpp"            // internal: idist_torch
 #include "torch/reducer_registry.hpp"   // internal: idist_torch
@@ -21,6 +22,7 @@ struct Mlp : torch::nn::Module {
     fc1 = register_module("fc1", torch::nn::Linear(4, 8));
     fc2 = register_module("fc2", torch::nn::Linear(8, 8));
     fc3 = register_module("fc3", torch::nn::Linear(8, 2));
+    to(idist::test::test_device());
   }
   torch::Tensor forward(const torch::Tensor& x) { return fc3(torch::tanh(fc2(torch::tanh(fc1(x))))); }
   torch::nn::Linear fc1{nullptr}, fc2{nullptr}, fc3{nullptr};
@@ -30,6 +32,7 @@ struct TwoHeads : torch::nn::Module {
   TwoHeads() {
     used = register_module("used", torch::nn::Linear(4, 3));
     unused = register_module("unused", torch::nn::Linear(4, 3));
+    to(idist::test::test_device());
   }
   torch::nn::Linear used{nullptr}, unused{nullptr};
 };
@@ -104,7 +107,7 @@ TEST(Reducer, GradientsAreSynchronisedEveryBackward) {
   Reducer::Options small;
   small.bucket_cap_mb = 100.0 / (1024 * 1024);
   auto reducer = Reducer::create(net, small);
-  const auto x = torch::randn({6, 4});
+  const auto x = torch::randn({6, 4}).to(idist::test::test_device());
   for (int step = 1; step <= 2; ++step) {  // the second backward accumulates on the first
     net->forward(x).pow(2).mean().backward();
     ref->forward(x).pow(2).mean().backward();
@@ -125,7 +128,7 @@ TEST(Reducer, NoSyncSkipsSynchronisation) {
   torch::manual_seed(2);
   auto net = std::make_shared<Mlp>();
   auto reducer = Reducer::create(net, {});
-  const auto x = torch::randn({3, 4});
+  const auto x = torch::randn({3, 4}).to(idist::test::test_device());
   {
     idist::NoSyncGuard guard(reducer);
     EXPECT_FALSE(reducer->require_sync());
@@ -143,7 +146,7 @@ TEST(Reducer, NoSyncSkipsSynchronisation) {
 TEST(Reducer, UnusedParametersAreNamed) {
   auto net = std::make_shared<TwoHeads>();
   auto reducer = Reducer::create(net, {});
-  const auto x = torch::randn({2, 4});
+  const auto x = torch::randn({2, 4}).to(idist::test::test_device());
   const std::string msg = error_of([&] { net->used(x).sum().backward(); });
   EXPECT_NE(msg.find("unused.weight, unused.bias"), std::string::npos) << msg;
   EXPECT_NE(msg.find("find_unused_parameters"), std::string::npos) << msg;
@@ -161,7 +164,7 @@ TEST(Reducer, FindUnusedParametersTolerates) {
   opts.find_unused_parameters = true;
   auto reducer = Reducer::create(net, opts);
   torch::manual_seed(11);  // the same x on every rank, whatever ran before
-  const auto x = torch::randn({2, 4});
+  const auto x = torch::randn({2, 4}).to(idist::test::test_device());
   net->used(x).sum().backward();
   EXPECT_EQ(reducer->sync_count(), 1u);
   EXPECT_EQ(reducer->early_launches(), 0u);            // the one bucket waited for the final callback
@@ -178,7 +181,9 @@ TEST(Reducer, HooksAreRemovedWithTheReducer) {
   EXPECT_EQ(acc->post_hooks().size(), before + 1);
   reducer.reset();
   EXPECT_EQ(acc->post_hooks().size(), before);
-  net->forward(torch::randn({1, 4})).sum().backward();  // no reducer left: plain local gradients
+  net->forward(torch::randn({1, 4}).to(idist::test::test_device()))
+      .sum()
+      .backward();  // no reducer left: plain local gradients
   EXPECT_TRUE(net->fc1->weight.grad().defined());
 }
 

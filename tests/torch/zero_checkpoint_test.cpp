@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "idist/idist.hpp"
+#include "test_device.hpp"
 #include "zero_test_support.hpp"
 
 namespace {
@@ -37,7 +38,8 @@ struct Data {
 };
 Data make_data() {
   torch::manual_seed(11);
-  return {torch::randn({kSteps, 8, 6}, torch::kFloat64), torch::randn({kSteps, 8, 3}, torch::kFloat64)};
+  return {torch::randn({kSteps, 8, 6}, torch::kFloat64).to(idist::test::test_device()),
+          torch::randn({kSteps, 8, 3}, torch::kFloat64).to(idist::test::test_device())};
 }
 
 void train(Mlp& model, torch::optim::Optimizer& opt, const Data& d, int from, int to) {

@@ -15,10 +15,13 @@
 #include <vector>
 
 #include "idist/idist.hpp"
+#include "test_device.hpp"
+#include "torch/checkpoint/optimizer_state.hpp"
 #include "zero_test_support.hpp"
 
 namespace {
 
+using idist::test::test_device;
 using idist::test::zero::max_diff;
 
 int ws() { return idist::get_world_size(); }
@@ -75,13 +78,23 @@ void copy_params(const torch::nn::Module& from, torch::nn::Module& to) {
   for (std::size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
 }
 
-// The data of `steps` steps of a global batch of 4 rows per rank, the same on every rank.
+// The data of `steps` steps of a global batch of 4 rows per rank, the same on every rank, on
+// test_device().
 struct Data {
   torch::Tensor x, y;
 };
 Data make_data(int steps, int rows, torch::Dtype dtype) {
   torch::manual_seed(11);
-  return {torch::randn({steps, rows, 6}, dtype), torch::randn({steps, rows, 3}, dtype)};
+  return {torch::randn({steps, rows, 6}, dtype).to(test_device()),
+          torch::randn({steps, rows, 3}, dtype).to(test_device())};
+}
+
+// A module of type M built from `args`, on test_device().
+template <class M, class... Args>
+std::shared_ptr<M> on_device(Args... args) {
+  auto m = std::make_shared<M>(args...);
+  m->to(test_device());
+  return m;
 }
 
 // One step of `model` with `opt` on rows [lo, hi) of step s.
@@ -202,8 +215,8 @@ void expect_same_trajectory(bool adam, torch::Dtype dtype, bool views, bool redu
   torch::manual_seed(3);
   auto zero_model = std::make_shared<M>();
   auto ref_model = std::make_shared<M>();
-  zero_model->to(dtype);
-  ref_model->to(dtype);
+  zero_model->to(test_device(), dtype);
+  ref_model->to(test_device(), dtype);
   copy_params(*zero_model, *ref_model);
   idist::AutoModelOptions small_buckets;
   if (reduce_scatter) small_buckets.bucket_cap_mb = small_buckets.first_bucket_cap_mb = 256.0 / (1 << 20);
@@ -226,7 +239,7 @@ void expect_same_trajectory(bool adam, torch::Dtype dtype, bool views, bool redu
   // The run moved the parameters far more than the tolerance.
   torch::manual_seed(3);
   M start;
-  start.to(dtype);
+  start.to(test_device(), dtype);
   EXPECT_GT(max_diff(*zero_model, start), 1e-2);
 }
 
@@ -385,7 +398,7 @@ Data full_batch_data() { return make_data(kSteps, 8, torch::kFloat64); }
 std::shared_ptr<Net> fresh_net() {
   torch::manual_seed(3);
   auto net = std::make_shared<Net>();
-  net->to(torch::kFloat64);
+  net->to(test_device(), torch::kFloat64);
   return net;
 }
 
@@ -500,6 +513,45 @@ TEST(ZeroCheckpoint, LoadsAPlainOptimizersArchive) {
   EXPECT_LE(max_diff(*net, *reference), 1e-12);
 }
 
+// PyTorch's load_state_dict rule: the state takes its parameter's device and, being floating, its
+// dtype (a float32 Adam state loaded for float64 parameters becomes float64; the step counts stay).
+TEST(ZeroCheckpoint, LoadPutsTheStateOnTheParametersDeviceAndDtype) {
+  const Data d = make_data(3, 8, torch::kFloat32);
+  auto first = on_device<Net>();
+  auto plain = adam_factory()(first->parameters());
+  for (int s = 0; s < 3; ++s) train_step(*first, *plain, d, s, 0, 8);
+  torch::serialize::OutputArchive out;
+  plain->save(out);
+  const std::string bytes = archive_bytes(out);
+
+  auto net = fresh_net();  // float64
+  idist::ZeroRedundancyOptimizer opt(net->parameters(), adam_factory());
+  torch::serialize::InputArchive in;
+  in.load_from(bytes.data(), bytes.size(), torch::Device(torch::kCPU));  // the state arrives on the host
+  opt.load(in);
+  auto& local = opt.local_optimizer();
+  const auto params = net->parameters(), saved_params = first->parameters();
+  std::size_t checked = 0;
+  for (const auto& p : local.param_groups()[0].params()) {
+    const std::size_t i =
+        std::size_t(std::find_if(params.begin(), params.end(), [&](const torch::Tensor& q) { return q.is_same(p); }) -
+                    params.begin());
+    ASSERT_LT(i, params.size());
+    const auto* mine = dynamic_cast<torch::optim::AdamParamState*>(idist::checkpoint::state_of(local, p));
+    const auto* saved =
+        dynamic_cast<torch::optim::AdamParamState*>(idist::checkpoint::state_of(*plain, saved_params[i]));
+    ASSERT_TRUE(mine && saved) << "parameter " << i;
+    EXPECT_EQ(mine->exp_avg().scalar_type(), torch::kFloat64);
+    EXPECT_EQ(mine->exp_avg_sq().scalar_type(), torch::kFloat64);
+    EXPECT_EQ(mine->exp_avg().device(), test_device());
+    EXPECT_EQ(mine->step(), 3);
+    EXPECT_TRUE(torch::equal(mine->exp_avg().cpu(), saved->exp_avg().cpu().to(torch::kFloat64)));
+    EXPECT_TRUE(torch::equal(mine->exp_avg_sq().cpu(), saved->exp_avg_sq().cpu().to(torch::kFloat64)));
+    ++checked;
+  }
+  EXPECT_EQ(idist::all_reduce(std::int64_t(checked)), std::int64_t(params.size()));  // every shard's state
+}
+
 TEST(ZeroCheckpoint, TorchSaveAndLoadGoThroughTheOptimizer) {
   const Data d = full_batch_data();
   auto net = fresh_net();
@@ -522,6 +574,7 @@ TEST(ZeroCheckpoint, RefusesArchivesOfOtherModels) {
   idist::ZeroRedundancyOptimizer opt(net->parameters(), adam_factory());
   {  // another parameter count
     torch::nn::Linear other(3, 3);
+    other->to(test_device());
     torch::optim::Adam adam(other->parameters());
     torch::serialize::OutputArchive out;
     adam.save(out);
@@ -531,7 +584,7 @@ TEST(ZeroCheckpoint, RefusesArchivesOfOtherModels) {
   }
   {  // the same count, other sizes
     auto wide = std::make_shared<Net>(17);
-    wide->to(torch::kFloat64);
+    wide->to(test_device(), torch::kFloat64);
     idist::ZeroRedundancyOptimizer other(wide->parameters(), adam_factory());
     torch::serialize::OutputArchive out;
     other.save(out);
@@ -568,6 +621,7 @@ namespace {
 std::vector<torch::Tensor> params_of(int hidden = 16) {
   torch::manual_seed(3);
   Net net(hidden);
+  net.to(test_device());
   return net.parameters();
 }
 
@@ -596,7 +650,7 @@ TEST(ZeroArguments, TensorsThatCannotBeSharded) {
         idist::ZeroRedundancyOptimizer({p[0], p[1] * 2}, adam_factory());
       },
       "parameter 1 is not a leaf tensor");
-  auto d = torch::zeros({3}, torch::kFloat64).requires_grad_();
+  auto d = torch::zeros({3}, idist::test::on_test_device(torch::kFloat64)).requires_grad_();
   expect_value_error(
       [&] {
         idist::ZeroRedundancyOptimizer({p[0], d}, adam_factory());
@@ -651,7 +705,7 @@ TEST(ZeroArguments, ReduceScatterHookNeedsTheWholeWorldAndEveryParameter) {
     const idist::Group first_two = idist::new_group({0, 1});
     idist::barrier(first_two);  // every rank takes part in making the group's communicator (mpi)
     if (rank() < 2) {
-      auto net = std::make_shared<Net>();
+      auto net = on_device<Net>();
       idist::ZeroRedundancyOptimizer opt(net->parameters(), adam_factory(), {.group = first_two});
       expect_value_error([&] { (void)opt.reduce_scatter_hook(); },
                          "has 2 of the world's " + std::to_string(ws()) + " ranks; expected a group of every rank");

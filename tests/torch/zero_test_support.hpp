@@ -1,12 +1,14 @@
 #pragma once
 // What the ZeroRedundancyOptimizer tests share: the float64 MLP whose parameters have uneven sizes
-// (60, 10, 100, 10, 30, 3: unequal shards at 2 and 3 ranks), the local Adam, and the distance between
-// two models.
+// (60, 10, 100, 10, 30, 3: unequal shards at 2 and 3 ranks), on test_device(), the local Adam, and
+// the distance between two models.
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <memory>
 #include <vector>
+
+#include "test_device.hpp"
 
 namespace idist::test::zero {
 
@@ -21,10 +23,12 @@ struct Mlp : torch::nn::Module {
   torch::nn::Linear a{nullptr}, b{nullptr}, c{nullptr};
 };
 
-/// An Mlp initialised from `seed`.
+/// An Mlp initialised from `seed` (on the CPU's generator, so every device starts alike), on test_device().
 inline std::shared_ptr<Mlp> make_mlp(int seed) {
   torch::manual_seed(seed);
-  return std::make_shared<Mlp>();
+  auto mlp = std::make_shared<Mlp>();
+  mlp->to(test_device());
+  return mlp;
 }
 
 /// Adam over `params` with the tests' learning rate.
