@@ -377,7 +377,7 @@ def static_problems(root, build, cmd):
             with open(path, encoding="utf-8", errors="replace") as f:
                 text = f.read()
             for v in vars_:
-                if v not in text and not script_sources_read(root, text, v):
+                if not re.search(rf"\b{v}\b", text) and not script_sources_read(root, text, v):
                     problems.append(f"{prog} never reads {v}")
         elif prog.startswith("build/") and build:
             exe = os.path.join(build, prog[len("build/"):])
@@ -408,7 +408,7 @@ def script_sources_read(root, text, var):
             p = os.path.join(root, base, rel)
             if os.path.isfile(p):
                 with open(p, encoding="utf-8", errors="replace") as f:
-                    if var in f.read():
+                    if re.search(rf"\b{var}\b", f.read()):
                         return True
     return False
 

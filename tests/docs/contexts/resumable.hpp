@@ -33,7 +33,7 @@ struct TrainStep {
 
 }  // namespace docs_ctx_resumable
 
-#define DOCS_PARAMS_resumable                                                                            \
-  [[maybe_unused]] TrainSet train_set, [[maybe_unused]] const std::filesystem::path& dir,               \
-      [[maybe_unused]] std::uint64_t epochs, [[maybe_unused]] std::uint64_t every,                       \
-      [[maybe_unused]] const TrainStep& train_step
+#define DOCS_PARAMS_resumable                                                             \
+  [[maybe_unused]] TrainSet train_set, [[maybe_unused]] const std::filesystem::path &dir, \
+      [[maybe_unused]] std::uint64_t epochs, [[maybe_unused]] std::uint64_t every,        \
+      [[maybe_unused]] const TrainStep &train_step

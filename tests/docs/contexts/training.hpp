@@ -8,8 +8,8 @@
 #include <memory>
 #include <vector>
 
-#define DOCS_PARAMS_training                                                                           \
-  [[maybe_unused]] std::shared_ptr<torch::nn::LinearImpl> model, [[maybe_unused]] torch::Tensor loss,  \
-      [[maybe_unused]] torch::Tensor t, [[maybe_unused]] torch::Tensor x,                              \
+#define DOCS_PARAMS_training                                                                                        \
+  [[maybe_unused]] std::shared_ptr<torch::nn::LinearImpl> model, [[maybe_unused]] torch::Tensor loss,               \
+      [[maybe_unused]] torch::Tensor t, [[maybe_unused]] torch::Tensor x,                                           \
       [[maybe_unused]] std::vector<torch::Tensor> chunks, [[maybe_unused]] std::vector<std::int64_t> output_splits, \
       [[maybe_unused]] std::vector<std::int64_t> input_splits
