@@ -12,6 +12,11 @@ if(IDIST_HAVE_TORCH)
   list(APPEND _idist_targets idist_torch)
 endif()
 
+# An installed library finds its siblings in its own directory (libidist_torch needs libidist, which a
+# program using only the LibTorch layer does not load itself when linked with --as-needed), and the
+# libraries it was linked with outside the system directories (a downloaded LibTorch, CUDA, MPI).
+set_target_properties(${_idist_targets} PROPERTIES INSTALL_RPATH "$ORIGIN" INSTALL_RPATH_USE_LINK_PATH ON)
+
 install(TARGETS ${_idist_targets} EXPORT idistTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -176,7 +176,7 @@ Work reduce_async(const at::Tensor& tensor, int dst, ReduceOp op, const Group& g
   return reduce_tensor(tensor, dst, op, group, Completion::Async);
 }
 
-void reduce(at::Tensor& tensor, int dst, ReduceOp op, const Group& group) {
+void reduce(const at::Tensor& tensor, int dst, ReduceOp op, const Group& group) {
   reduce_tensor(tensor, dst, op, group, Completion::Blocking);
 }
 

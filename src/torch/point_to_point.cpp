@@ -26,10 +26,10 @@ Work recv_tensor(const at::Tensor& t, int src, int tag, Completion how) {
 
 void send(const at::Tensor& tensor, int dst, int tag) { send_tensor(tensor, dst, tag, Completion::Blocking); }
 
-void recv(at::Tensor& tensor, int src, int tag) { recv_tensor(tensor, src, tag, Completion::Blocking); }
+void recv(const at::Tensor& tensor, int src, int tag) { recv_tensor(tensor, src, tag, Completion::Blocking); }
 
 Work isend(const at::Tensor& tensor, int dst, int tag) { return send_tensor(tensor, dst, tag, Completion::Async); }
 
-Work irecv(at::Tensor& tensor, int src, int tag) { return recv_tensor(tensor, src, tag, Completion::Async); }
+Work irecv(const at::Tensor& tensor, int src, int tag) { return recv_tensor(tensor, src, tag, Completion::Async); }
 
 }  // namespace idist

@@ -2,7 +2,8 @@
 # project against it (ctest driver, `cmake -P`).
 #   -DBUILD_DIR=<idist build tree>  -DCONSUMER_DIR=<consumer source>  -DWORK_DIR=<scratch folder>
 #   -DGENERATOR=<CMake generator>   -DCXX=<C++ compiler>             -DCONFIG=<build type>
-#   -DRUN=<;-list>   how to run the built program, with @APP@ standing for its path
+#   -DRUN=<;-list>   how to run the built program, with @APP@ standing for its path and @PREFIX@
+#                    for the install prefix
 #   -DCONSUMER_ARGS=<;-list> more arguments for configuring the consumer (e.g. -DTorch_DIR=...)
 #   -DPROGRAM=<name>   the consumer's program (default: the one program named app*)
 #   -DEXPECT_REGEX=<re>  the run's output must match it (optional)
@@ -59,6 +60,7 @@ if(at EQUAL -1 OR NOT step_output MATCHES "libidist\\.so")
   message(FATAL_ERROR "the consumer does not load libidist from ${prefix}:\n${step_output}")
 endif()
 string(REPLACE "@APP@" "${apps}" run_command "${RUN}")
+string(REPLACE "@PREFIX@" "${prefix}" run_command "${run_command}")
 run_step("running the consumer" ${run_command})
 message("${step_output}")
 if(DEFINED EXPECT_REGEX AND NOT step_output MATCHES "${EXPECT_REGEX}")

@@ -14,6 +14,9 @@
 /// - Results are written through the tensor's storage without recording an autograd operation
 ///   (as torch.distributed does).
 /// - A rank outside `group` gets its input back unchanged.
+/// - Tensors written in place (reduce, recv, irecv, the `out` of the async forms) are taken as
+///   `const at::Tensor&`, like LibTorch's `_out` functions: the handle is const, its data is not, so
+///   a temporary or a view (`t.view(-1)`, `t[0]`) is accepted and the result reaches its base.
 /// - `dst` / `src` are world ranks (as in torch.distributed and idist::broadcast), which must be
 ///   members of `group`; a rank outside [0, world size) or outside the group raises ValueError.
 /// - Each call goes through the backend's own operation (MPI_Reduce_scatter_block, gloo::alltoall,
@@ -119,7 +122,7 @@ Work reduce_async(const at::Tensor& tensor, int dst, ReduceOp op = ReduceOp::Sum
 /// Reduces `tensor` over `group` with `op` into world rank `dst`'s `tensor` (in place); the other
 /// ranks' tensors keep their values. Mirrors torch.distributed.reduce.
 /// @throws ValueError as reduce_async; TimeoutError after the timeout given at initialize().
-void reduce(at::Tensor& tensor, int dst, ReduceOp op = ReduceOp::Sum, const Group& group = {});
+void reduce(const at::Tensor& tensor, int dst, ReduceOp op = ReduceOp::Sum, const Group& group = {});
 
 // ---------------------------------------------------------------------------------------------
 // gather
@@ -238,7 +241,7 @@ void send(const at::Tensor& tensor, int dst, int tag = 0);
 /// sent with `tag` (torch.distributed.recv with an explicit source).
 /// @throws ValueError as send() for `src`; TimeoutError after the timeout; BackendError when the
 ///         message is larger than `tensor`.
-void recv(at::Tensor& tensor, int src, int tag = 0);
+void recv(const at::Tensor& tensor, int src, int tag = 0);
 
 /// Non-blocking send() (torch.distributed.isend): the message is posted at once; the Work completes
 /// once `tensor` may be modified again. The Work keeps the tensor alive.
@@ -248,6 +251,6 @@ Work isend(const at::Tensor& tensor, int dst, int tag = 0);
 /// Non-blocking recv() (torch.distributed.irecv): the receive is posted at once; `tensor` holds the
 /// message once the Work was waited for. The Work keeps the tensor alive.
 /// @throws ValueError as recv().
-Work irecv(at::Tensor& tensor, int src, int tag = 0);
+Work irecv(const at::Tensor& tensor, int src, int tag = 0);
 
 }  // namespace idist

@@ -3,6 +3,7 @@
 /// Bridges between LibTorch and idist's vocabulary types: ScalarType <-> DType, c10::Device <->
 /// idist::Device, dtype_traits for c10::Half / c10::BFloat16, and the Buffer view of a tensor.
 
+#include <optional>
 #include <string>
 
 #include <ATen/core/Tensor.h>
@@ -28,10 +29,44 @@ struct dtype_traits<c10::BFloat16> {
 };
 /// @endcond
 
+/// @cond INTERNAL
+namespace detail {
+// LibTorch 2.3 and later have the unsigned scalar types UInt16, UInt32 and UInt64; 1.13 has none.
+// A template on the enum, so that the names are looked up only where they exist.
+template <class S = c10::ScalarType>
+inline constexpr bool has_wide_unsigned = requires {
+  S::UInt16;
+  S::UInt32;
+  S::UInt64;
+};
+
+template <class S = c10::ScalarType>
+constexpr std::optional<DType> wide_unsigned_dtype(S t) noexcept {
+  if constexpr (has_wide_unsigned<S>) {
+    if (t == S::UInt16) return DType::UInt16;
+    if (t == S::UInt32) return DType::UInt32;
+    if (t == S::UInt64) return DType::UInt64;
+  }
+  return std::nullopt;
+}
+
+template <class S = c10::ScalarType>
+constexpr S wide_unsigned_scalar_type(DType t) noexcept {
+  if constexpr (has_wide_unsigned<S>) {
+    if (t == DType::UInt16) return S::UInt16;
+    if (t == DType::UInt32) return S::UInt32;
+    if (t == DType::UInt64) return S::UInt64;
+  }
+  return S::Undefined;
+}
+}  // namespace detail
+/// @endcond
+
 /// The idist element type of a tensor's scalar type: Bool, Byte (uint8), Char (int8), Short, Int,
-/// Long, Half, BFloat16, Float and Double.
+/// Long, Half, BFloat16, Float and Double, and with LibTorch 2.3 or later UInt16, UInt32 and UInt64.
 /// @throws ValueError naming the scalar type (complex, quantized, ...) and listing the supported ones.
 inline DType to_dtype(c10::ScalarType t) {
+  if (const std::optional<DType> wide = detail::wide_unsigned_dtype(t)) return *wide;
   switch (t) {
     case c10::ScalarType::Bool: return DType::Bool;
     case c10::ScalarType::Byte: return DType::UInt8;
@@ -46,14 +81,18 @@ inline DType to_dtype(c10::ScalarType t) {
     default:
       throw ValueError(
           detail::format_message("tensor dtype {} is not supported by idist collectives; expected one of "
-                                 "Bool, Byte, Char, Short, Int, Long, Half, BFloat16, Float, Double",
-                                 c10::toString(t)));
+                                 "Bool, Byte, Char, Short, Int, Long, Half, BFloat16, Float, Double{}",
+                                 c10::toString(t), detail::has_wide_unsigned<> ? ", UInt16, UInt32, UInt64" : ""));
   }
 }
 
-/// The LibTorch scalar type of an idist element type (the inverse of to_dtype).
+/// The LibTorch scalar type of an idist element type (the inverse of to_dtype); Undefined for
+/// uint16, uint32 and uint64 with a LibTorch older than 2.3, which has no such tensors.
 inline c10::ScalarType to_scalar_type(DType t) noexcept {
   switch (t) {
+    case DType::UInt16:
+    case DType::UInt32:
+    case DType::UInt64: return detail::wide_unsigned_scalar_type(t);
     case DType::Bool: return c10::ScalarType::Bool;
     case DType::UInt8: return c10::ScalarType::Byte;
     case DType::Int8: return c10::ScalarType::Char;
