@@ -146,6 +146,33 @@ Outcome on_wait(Reader& r) {
 
 }  // namespace
 
+HeaderVerdict check_header(const unsigned char* bytes, bool authenticated) {
+  HeaderVerdict v;
+  const auto h = decode_header(bytes);
+  if (!h) {
+    v.refusal = "bad frame header (not an idist TCPStore client?)";
+    return v;
+  }
+  if (!valid_op(h->code)) {
+    v.refusal = "unknown opcode";
+    v.refusal_detail = fmt::format("{}", h->code);
+    return v;
+  }
+  v.op = static_cast<Op>(h->code);
+  if (!authenticated && v.op != Op::Hello) {
+    v.refusal = "first request is not a handshake (HELLO)";
+    return v;
+  }
+  const std::size_t cap = authenticated ? kMaxRequestPayload : kMaxHelloPayload;
+  if (h->payload_length > cap) {
+    v.refusal = "request longer than the limit";
+    v.refusal_detail = fmt::format("{} of {} bytes, limit {}", op_name(v.op), h->payload_length, cap);
+    return v;
+  }
+  v.payload_length = h->payload_length;
+  return v;
+}
+
 Outcome handle_request(Op op, Reader& r, const RequestContext& ctx) {
   switch (op) {
     case Op::Hello: return on_hello(r, ctx);

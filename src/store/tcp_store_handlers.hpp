@@ -1,8 +1,10 @@
 #pragma once
-// The TCPStore server's request handlers, one per request type: each parses its payload exactly and
-// applies it to the key-value state, and says how the session answers. No sockets: the session
-// (tcp_store_session.hpp) reads the frames and carries the outcome out.
+// The TCPStore server's request handlers: the check of a frame header, and one handler per request type
+// that parses its payload exactly, applies it to the key-value state and says how the session answers.
+// No sockets: the session (tcp_store_session.hpp) reads the frames and carries the outcome out, and the
+// fuzz target (tests/fuzz) feeds them bytes directly.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,6 +45,18 @@ struct RequestContext {
   /// Whether the session completed its HELLO.
   bool authenticated = false;
 };
+
+/// What a session does with a request's 12-byte header: read `payload_length` bytes for `op`, or refuse
+/// the client (`refusal` not empty: bad magic, unknown opcode, no HELLO first, longer than the limit).
+struct HeaderVerdict {
+  Op op = Op::Set;
+  std::size_t payload_length = 0;
+  std::string refusal;
+  std::string refusal_detail;
+};
+
+/// Checks a request header (kHeaderBytes bytes) of a session that is `authenticated` or not yet.
+HeaderVerdict check_header(const unsigned char* bytes, bool authenticated);
 
 /// Handles one request of type `op` whose payload `r` reads (the session has checked that op is known
 /// and that only a HELLO comes before authentication).

@@ -71,16 +71,10 @@ void Session::read_header() {
 }
 
 void Session::on_header() {
-  const auto h = decode_header(header_.data());
-  if (!h) return refuse("bad frame header (not an idist TCPStore client?)");
-  if (!valid_op(h->code)) return refuse("unknown opcode", fmt::format("{}", h->code));
-  op_ = static_cast<Op>(h->code);
-  if (!authenticated_ && op_ != Op::Hello) return refuse("first request is not a handshake (HELLO)");
-  const std::size_t cap = authenticated_ ? kMaxRequestPayload : kMaxHelloPayload;
-  if (h->payload_length > cap)
-    return refuse("request longer than the limit",
-                  fmt::format("{} of {} bytes, limit {}", op_name(op_), h->payload_length, cap));
-  wanted_ = h->payload_length;
+  const auto v = check_header(header_.data(), authenticated_);
+  if (!v.refusal.empty()) return refuse(v.refusal, v.refusal_detail);
+  op_ = v.op;
+  wanted_ = v.payload_length;
   release_payload();
   read_chunk();
 }

@@ -2,6 +2,9 @@
 // request handlers (tcp_store_handlers.hpp) driven directly.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <cstdint>
 #include <string>
 #include <variant>
 #include <vector>
@@ -133,6 +136,33 @@ TEST(TCPStoreHandlers, MalformedRequestsCloseAndHandshakesCheckTheToken) {
   EXPECT_EQ(wait.action, Outcome::Action::Wait);
   EXPECT_EQ(wait.wait_keys, std::vector<std::string>{"key"});
   EXPECT_EQ(wait.wait_timeout_ms, 500u);
+}
+
+TEST(TCPStoreHandlers, HeadersAreCheckedBeforeAnyPayloadIsRead) {
+  const auto set_header = encode_header(static_cast<std::uint8_t>(Op::Set), 10);
+  EXPECT_EQ(check_header(set_header.data(), false).refusal, "first request is not a handshake (HELLO)");
+  const HeaderVerdict ok = check_header(set_header.data(), true);
+  EXPECT_TRUE(ok.refusal.empty());
+  EXPECT_EQ(ok.op, Op::Set);
+  EXPECT_EQ(ok.payload_length, 10u);
+
+  auto bad_magic = set_header;
+  bad_magic[0] ^= 1;
+  EXPECT_EQ(check_header(bad_magic.data(), true).refusal, "bad frame header (not an idist TCPStore client?)");
+  auto reserved = set_header;
+  reserved[6] = 1;
+  EXPECT_FALSE(check_header(reserved.data(), true).refusal.empty());
+  const auto unknown = encode_header(8, 0);
+  EXPECT_EQ(check_header(unknown.data(), true).refusal, "unknown opcode");
+
+  // A HELLO may be at most kMaxHelloPayload bytes, any later request kMaxRequestPayload.
+  const auto long_hello = encode_header(static_cast<std::uint8_t>(Op::Hello), kMaxHelloPayload + 1);
+  EXPECT_EQ(check_header(long_hello.data(), false).refusal, "request longer than the limit");
+  const auto longest = encode_header(static_cast<std::uint8_t>(Op::Set), kMaxRequestPayload);
+  EXPECT_TRUE(check_header(longest.data(), true).refusal.empty());
+  const auto too_long = encode_header(static_cast<std::uint8_t>(Op::Set), kMaxRequestPayload + 1);
+  EXPECT_EQ(check_header(too_long.data(), true).refusal_detail,
+            fmt::format("set of {} bytes, limit {}", kMaxRequestPayload + 1, kMaxRequestPayload));
 }
 
 }  // namespace

@@ -32,7 +32,11 @@ struct C10dStore::Call {
 };
 
 C10dStore::C10dStore(std::string host, int port, std::chrono::milliseconds timeout, C10dStoreOptions options)
-    : host_(std::move(host)), port_(port), timeout_(timeout), label_(std::move(options.label)) {
+    : host_(std::move(host)),
+      port_(port),
+      timeout_(timeout),
+      label_(std::move(options.label)),
+      connect_(std::move(options.connect)) {
   if (host_.empty()) throw ValueError(fmt::format("{}: host should be a host name or address, got ''", label_));
   if (port_ < 1 || port_ > 65535)
     throw ValueError(fmt::format("{}: port should be in [1, 65535], got {}", label_, port_));
@@ -61,6 +65,7 @@ std::string C10dStore::describe() const { return fmt::format("{} tcp://{}:{}", l
 
 // Retries refused or failed attempts (the server may not listen yet) with a growing pause.
 std::unique_ptr<c10d::Connection> C10dStore::connect_raw(Clock::time_point deadline, Clock::time_point start) {
+  if (connect_) return connect_(deadline);
   auto conn = std::make_unique<c10d::Connection>();
   auto pause = std::chrono::milliseconds(10);
   for (;;) {

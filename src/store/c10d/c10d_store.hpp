@@ -25,6 +25,9 @@ struct C10dStoreOptions {
   std::string label = "c10d TCPStore";
   /// The protocol; nullopt: IDIST_C10D_STORE_PROTOCOL when set, else detected.
   std::optional<c10d::Version> version;
+  /// Opens each connection; empty: TCP to host:port, retried until the call's deadline. Tests and the
+  /// fuzz target (tests/fuzz) give a scripted peer here.
+  c10d::Connector connect = {};
 };
 
 /// Client of a c10d TCPStore at host:port, mapped onto idist's Store semantics:
@@ -87,6 +90,7 @@ class C10dStore final : public Store {
   int port_;
   std::chrono::milliseconds timeout_;
   std::string label_;
+  c10d::Connector connect_;
   c10d::Version version_ = c10d::Version::V1;
   std::unique_ptr<c10d::Connection> conn_;
   std::mutex mutex_;

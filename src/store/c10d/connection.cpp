@@ -42,7 +42,7 @@ struct Connection::Impl {
 };
 
 Connection::Connection() : impl_(std::make_unique<Impl>()) {}
-Connection::~Connection() { close(); }
+Connection::~Connection() { impl_->drop(); }
 
 void Connection::close() { impl_->drop(); }
 bool Connection::is_open() const { return impl_->open; }

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,31 +22,36 @@ enum class IoStatus {
   Failed,    ///< another error (see the message)
 };
 
-/// A connection; not thread safe (the store serializes its calls). After any status but Ok the
-/// connection is closed and must not be used again.
+/// A TCP connection; not thread safe (the store serializes its calls). After any status but Ok the
+/// connection is closed and must not be used again. The I/O functions are virtual so that tests and the
+/// fuzz target can stand in a scripted peer (C10dStoreOptions::connect) for the socket.
 class Connection {
  public:
   Connection();
-  ~Connection();
+  virtual ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
   /// One attempt to connect to host:port (every address the name resolves to, in order).
-  IoStatus connect(const std::string& host, int port, Clock::time_point deadline);
+  virtual IoStatus connect(const std::string& host, int port, Clock::time_point deadline);
   /// Writes every byte of `bytes`.
-  IoStatus write(const std::vector<char>& bytes, Clock::time_point deadline);
+  virtual IoStatus write(const std::vector<char>& bytes, Clock::time_point deadline);
   /// Reads exactly `n` bytes into `out`.
-  IoStatus read(void* out, std::size_t n, Clock::time_point deadline);
+  virtual IoStatus read(void* out, std::size_t n, Clock::time_point deadline);
   /// Closes the connection (idempotent).
-  void close();
+  virtual void close();
   /// True between a successful connect() and the first failure or close().
-  bool is_open() const;
+  virtual bool is_open() const;
   /// The system's words for the last failure ("Connection refused"); empty after Ok.
-  const std::string& error() const;
+  virtual const std::string& error() const;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// Opens a fresh, connected connection before the deadline; throws (TimeoutError / BackendError) when it
+/// cannot.
+using Connector = std::function<std::unique_ptr<Connection>(Clock::time_point deadline)>;
 
 }  // namespace idist::store::c10d

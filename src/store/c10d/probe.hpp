@@ -19,7 +19,6 @@
 // server would take as a SET with a huge key length.
 
 #include <chrono>
-#include <functional>
 #include <memory>
 #include <string>
 
@@ -41,9 +40,6 @@ struct Probed {
   Version version;
   std::unique_ptr<Connection> connection;
 };
-
-/// Opens a fresh connection before the deadline; throws (TimeoutError / BackendError) when it cannot.
-using Connector = std::function<std::unique_ptr<Connection>(Clock::time_point deadline)>;
 
 /// Sends encode_hello(version) on `conn` and reads its 8-byte reply before `bound`: Ok proves that the
 /// server speaks `version`. Used on every connection, so that a wrong IDIST_C10D_STORE_PROTOCOL fails
