@@ -97,6 +97,22 @@ if [[ "$sanitizers" == 1 ]]; then
   logged "$san_log" bash "$root/scripts/run-sanitizers.sh" all || san_status=$?
 fi
 
+# ---- Store fuzzing step (scripts/run-fuzz.sh; docs/testing.md, "Store under load and fuzzing") ----
+# The libFuzzer targets of the stores' parsers, 60 s each (FUZZ_SECONDS), built with clang in
+# build-fuzz/: a crash, a sanitizer report or a hang fails the run. FUZZ=0 skips it, as do ctest
+# arguments; without clang++ it is skipped with a message, except under CI=true, where that fails.
+fuzz_status=0
+if enabled FUZZ; then
+  if command -v "${FUZZ_CXX:-clang++}" >/dev/null; then
+    logged "$build/fuzz.log" env CXX="${FUZZ_CXX:-clang++}" FUZZ_SECONDS="${FUZZ_SECONDS:-60}" \
+      bash "$root/scripts/run-fuzz.sh" || fuzz_status=$?
+  else
+    echo "store fuzzing skipped: no ${FUZZ_CXX:-clang++} (install clang and libclang-rt-dev)"
+    in_ci && fuzz_status=1
+  fi
+fi
+# ---- end of the store fuzzing step (its status is the last one checked below) ----
+
 # skipped_tests <log>...: the tests ctest lists as "(Skipped)" under "The following tests did not run".
 skipped_tests() {
   cat "$@" 2>/dev/null | sed -n -E 's/^[[:space:]]*[0-9]+ - ([^ ]+) \(Skipped\)[[:space:]]*$/\1/p'
@@ -163,4 +179,5 @@ fi
 [[ "$count_status" -ne 0 ]] && exit "$count_status"
 [[ "$cfg_status" -ne 0 ]] && exit "$cfg_status"
 [[ "$san_status" -ne 0 ]] && exit "$san_status"
+[[ "$fuzz_status" -ne 0 ]] && exit "$fuzz_status"  # the store fuzzing step
 exit "$partial_status"
