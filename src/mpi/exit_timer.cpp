@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "mpi/error.hpp"
+#include "mpi/mpi_error.hpp"
 
 namespace idist::mpi_backend {
 

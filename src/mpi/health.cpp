@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "idist/error.hpp"
-#include "mpi/error.hpp"
+#include "mpi/mpi_error.hpp"
 
 namespace idist::mpi_backend {
 

@@ -12,7 +12,7 @@
 
 #include "core/backend_factories.hpp"
 #include "idist/error.hpp"
-#include "mpi/error.hpp"
+#include "mpi/mpi_error.hpp"
 #include "mpi/mpi_model.hpp"
 
 namespace idist::mpi_backend {

@@ -3,7 +3,7 @@
 #include <numeric>
 #include <vector>
 
-#include "mpi/error.hpp"
+#include "mpi/mpi_error.hpp"
 #include "mpi/mpi_model.hpp"
 
 namespace idist::mpi_backend {

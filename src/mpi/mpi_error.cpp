@@ -1,5 +1,5 @@
 // MPI error codes to exceptions.
-#include "mpi/error.hpp"
+#include "mpi/mpi_error.hpp"
 
 #include <string>
 

@@ -1,9 +1,9 @@
 // Group communicators: MPI_Comm_split of the world on a group's first use.
-#include "mpi/groups.hpp"
+#include "mpi/mpi_groups.hpp"
 
 #include <algorithm>
 
-#include "mpi/error.hpp"
+#include "mpi/mpi_error.hpp"
 
 namespace idist::mpi_backend {
 

@@ -1,6 +1,6 @@
 // MPIModel: setup, groups and the non-blocking collectives.
 #include "mpi/mpi_model.hpp"
-#include "mpi/monitored_barrier.hpp"
+#include "mpi/mpi_monitored_barrier.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -16,10 +16,10 @@
 
 #include "backend_kit/cuda_probe.hpp"
 #include "idist/error.hpp"
-#include "mpi/error.hpp"
+#include "mpi/mpi_error.hpp"
 #include "mpi/exit_timer.hpp"
 #include "mpi/single_copy.hpp"
-#include "mpi/work.hpp"
+#include "mpi/mpi_work.hpp"
 
 namespace idist::mpi_backend {
 

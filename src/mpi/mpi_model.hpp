@@ -15,12 +15,12 @@
 #include <vector>
 
 #include "idist/computation_model.hpp"
-#include "mpi/groups.hpp"
+#include "mpi/mpi_groups.hpp"
 #include "mpi/health.hpp"
 #include "mpi/progress.hpp"
-#include "mpi/topology.hpp"
-#include "mpi/types.hpp"
-#include "mpi/watchdog.hpp"
+#include "mpi/mpi_topology.hpp"
+#include "mpi/mpi_types.hpp"
+#include "mpi/mpi_watchdog.hpp"
 
 namespace idist::mpi_backend {
 

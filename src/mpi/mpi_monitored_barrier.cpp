@@ -1,4 +1,4 @@
-#include "mpi/monitored_barrier.hpp"
+#include "mpi/mpi_monitored_barrier.hpp"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 
 #include "backend_kit/monitored_barrier_text.hpp"
 #include "idist/error.hpp"
-#include "mpi/error.hpp"
+#include "mpi/mpi_error.hpp"
 
 namespace idist::mpi_backend {
 

@@ -1,7 +1,7 @@
 // Node layout from a shared-memory split of the world communicator.
-#include "mpi/topology.hpp"
+#include "mpi/mpi_topology.hpp"
 
-#include "mpi/error.hpp"
+#include "mpi/mpi_error.hpp"
 
 namespace idist::mpi_backend {
 

@@ -1,10 +1,10 @@
 // DType / ReduceOp to MPI handles, and the user-defined half and bfloat16 reductions.
-#include "mpi/types.hpp"
+#include "mpi/mpi_types.hpp"
 
 #include <cstdint>
 
 #include "backend_kit/reduce16.hpp"
-#include "mpi/error.hpp"
+#include "mpi/mpi_error.hpp"
 
 namespace idist::mpi_backend {
 

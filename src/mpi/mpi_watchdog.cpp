@@ -1,5 +1,5 @@
 // The watchdog of blocking MPI collectives (see watchdog.hpp).
-#include "mpi/watchdog.hpp"
+#include "mpi/mpi_watchdog.hpp"
 
 #include <mpi.h>
 

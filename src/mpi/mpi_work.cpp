@@ -1,5 +1,5 @@
 // Polling non-blocking MPI requests to completion, with a deadline.
-#include "mpi/work.hpp"
+#include "mpi/mpi_work.hpp"
 
 #include <algorithm>
 #include <string>
@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "mpi/error.hpp"
+#include "mpi/mpi_error.hpp"
 
 namespace idist::mpi_backend {
 

@@ -10,7 +10,7 @@
 
 #include "idist/error.hpp"
 #include "nccl/nccl_model.hpp"
-#include "nccl/types.hpp"
+#include "nccl/nccl_types.hpp"
 
 namespace idist::nccl_backend {
 

@@ -14,7 +14,7 @@
 #include "core/backend_factories.hpp"
 #include "idist/error.hpp"
 #include "nccl/cuda_error.hpp"
-#include "nccl/types.hpp"
+#include "nccl/nccl_types.hpp"
 #include "nccl/unique_id.hpp"
 #include "nccl/validate.hpp"
 #include "store/store_progress_board.hpp"

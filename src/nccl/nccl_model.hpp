@@ -10,9 +10,9 @@
 #include "nccl/communicator.hpp"
 #include "nccl/op.hpp"
 #include "nccl/rendezvous.hpp"
-#include "nccl/staging.hpp"
-#include "nccl/types.hpp"
-#include "nccl/watchdog.hpp"
+#include "nccl/nccl_staging.hpp"
+#include "nccl/nccl_types.hpp"
+#include "nccl/nccl_watchdog.hpp"
 
 namespace idist::nccl_backend {
 

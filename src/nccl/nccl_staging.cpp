@@ -1,4 +1,4 @@
-#include "nccl/staging.hpp"
+#include "nccl/nccl_staging.hpp"
 
 #include <algorithm>
 #include <bit>

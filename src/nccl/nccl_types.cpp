@@ -1,4 +1,4 @@
-#include "nccl/types.hpp"
+#include "nccl/nccl_types.hpp"
 
 #include "core/reduce_check.hpp"
 

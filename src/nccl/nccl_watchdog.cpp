@@ -1,5 +1,5 @@
 // The nccl backend's poll: asynchronous communicator errors and collectives past their deadline.
-#include "nccl/watchdog.hpp"
+#include "nccl/nccl_watchdog.hpp"
 
 #include <cuda_runtime.h>
 

@@ -9,7 +9,7 @@
 
 #include "backend_kit/watchdog.hpp"
 #include "nccl/communicator.hpp"
-#include "nccl/work.hpp"
+#include "nccl/nccl_work.hpp"
 
 namespace idist::nccl_backend {
 

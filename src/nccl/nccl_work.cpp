@@ -1,4 +1,4 @@
-#include "nccl/work.hpp"
+#include "nccl/nccl_work.hpp"
 
 #include <cstdlib>
 #include <string_view>

@@ -15,9 +15,9 @@
 #include "idist/work.hpp"
 #include "nccl/communicator.hpp"
 #include "nccl/device_guard.hpp"
-#include "nccl/staging.hpp"
-#include "nccl/watchdog.hpp"
-#include "nccl/work.hpp"
+#include "nccl/nccl_staging.hpp"
+#include "nccl/nccl_watchdog.hpp"
+#include "nccl/nccl_work.hpp"
 
 namespace idist::nccl_backend {
 

@@ -19,7 +19,7 @@
 #include "idist/error.hpp"
 #include "mpi/mpi_model.hpp"
 #include "mpi/single_copy.hpp"
-#include "mpi/watchdog.hpp"
+#include "mpi/mpi_watchdog.hpp"
 #include "mpi_env.hpp"
 #include "support/error_message.hpp"
 #include "support/scoped_env.hpp"

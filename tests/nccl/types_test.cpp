@@ -4,7 +4,7 @@
 #include <array>
 
 #include "idist/error.hpp"
-#include "nccl/types.hpp"
+#include "nccl/nccl_types.hpp"
 
 namespace idist::nccl_backend {
 namespace {
