@@ -2,13 +2,20 @@
 // PyTorch's sources: version 1 from torch 1.13's TCPStore.cpp (QueryType SET 0 .. DELETE_KEY 8, the client's
 // "/" key prefix, u64 lengths), version 2 from torch 2.x's TCPStoreBackend.hpp (VALIDATE 0 with the magic
 // 0x3C85F7CE, every other query one higher) and TCPStore.cpp's SendBuffer (query byte, then the arguments).
+// C10dReplies: the client's reading of replies, through a scripted peer instead of a socket.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "idist/error.hpp"
+#include "store/c10d/c10d_store.hpp"
+#include "store/c10d/connection.hpp"
 #include "store/c10d/protocol.hpp"
+#include "store/store.hpp"
 
 namespace {
 using namespace idist::store::c10d;
@@ -122,6 +129,93 @@ TEST(C10dProtocol, ProbeBytes) {
   v2.insert(v2.end(), q.begin(), q.end());
   EXPECT_EQ(v2.size(), 6u);
   EXPECT_EQ(v2[0], 0);  // version 1's SET
+}
+
+// A server that answers from a fixed script of reply bytes and records what it was sent; it closes the
+// connection when the script runs out (the seam of tests/fuzz/fuzz_c10d_replies.cpp).
+struct Script {
+  std::vector<char> replies;
+  std::size_t at = 0;
+  std::vector<char> sent;
+};
+
+class ScriptedPeer final : public Connection {
+ public:
+  explicit ScriptedPeer(Script& s) : s_(s) {}
+  IoStatus connect(const std::string&, int, Clock::time_point) override { return IoStatus::Ok; }
+  IoStatus write(const std::vector<char>& bytes, Clock::time_point) override {
+    s_.sent.insert(s_.sent.end(), bytes.begin(), bytes.end());
+    return open_ ? IoStatus::Ok : IoStatus::Closed;
+  }
+  IoStatus read(void* out, std::size_t n, Clock::time_point) override {
+    if (!open_ || s_.replies.size() - s_.at < n) {
+      open_ = false;
+      return IoStatus::Closed;
+    }
+    std::memcpy(out, s_.replies.data() + s_.at, n);
+    s_.at += n;
+    return IoStatus::Ok;
+  }
+  void close() override { open_ = false; }
+  bool is_open() const override { return open_; }
+  const std::string& error() const override { return error_; }
+
+ private:
+  Script& s_;
+  bool open_ = true;
+  std::string error_ = "closed by the script";
+};
+
+std::unique_ptr<idist::store::C10dStore> scripted_store(Script& script) {
+  idist::store::C10dStoreOptions options;
+  options.version = Version::V1;
+  options.connect = [&script](Clock::time_point) { return std::make_unique<ScriptedPeer>(script); };
+  return std::make_unique<idist::store::C10dStore>("127.0.0.1", 29500, std::chrono::seconds(5), options);
+}
+
+TEST(C10dReplies, TheClientSendsTheProtocolsBytesAndReadsItsReplies) {
+  Script script;
+  // hello (GETNUMKEYS) -> 3 keys; WAIT -> STOP_WAITING; GET -> "ab"; ADD -> 5.
+  script.replies =
+      cat(cat(cat(b({3, 0, 0, 0, 0, 0, 0, 0}), b({0})), cat(len(2), text("ab"))), b({5, 0, 0, 0, 0, 0, 0, 0}));
+  auto store = scripted_store(script);
+  EXPECT_EQ(store->get("k"), text("ab"));
+  EXPECT_EQ(store->add("n", 2), 5);
+  const auto expected =
+      cat(cat(cat(encode_hello(Version::V1), encode_wait(Version::V1, {"k"})), encode_get(Version::V1, "k")),
+          encode_add(Version::V1, "n", 2));
+  EXPECT_EQ(script.sent, expected);
+}
+
+TEST(C10dReplies, MalformedRepliesAreBackendErrors) {
+  {  // a CHECK reply that is neither READY nor NOT_READY
+    Script script;
+    script.replies = cat(b({0, 0, 0, 0, 0, 0, 0, 0}), b({7}));
+    auto store = scripted_store(script);
+    try {
+      store->check({"k"});
+      FAIL() << "expected BackendError";
+    } catch (const idist::BackendError& e) {
+      EXPECT_NE(std::string(e.what()).find("unexpected reply 7"), std::string::npos) << e.what();
+    }
+  }
+  {  // a GET value longer than any store holds is refused before it is read
+    Script script;
+    script.replies = cat(cat(b({0, 0, 0, 0, 0, 0, 0, 0}), b({0})), b({1, 0, 0, 4, 0, 0, 0, 0}));
+    auto store = scripted_store(script);
+    try {
+      store->get("k");
+      FAIL() << "expected BackendError";
+    } catch (const idist::BackendError& e) {
+      EXPECT_NE(std::string(e.what()).find("more than the limit"), std::string::npos) << e.what();
+    }
+  }
+  {  // the server closes in the middle of ADD's reply
+    Script script;
+    script.replies = cat(b({0, 0, 0, 0, 0, 0, 0, 0}), b({1, 0, 0}));
+    auto store = scripted_store(script);
+    EXPECT_THROW(store->add("n", 1), idist::BackendError);
+  }
 }
 
 }  // namespace
