@@ -31,7 +31,10 @@ TORCH_API_INCLUDE = "torch/csrc/api/include"
 CUDA_MACRO = "IDIST_TORCH_CUDA"
 # Units built only against a LibTorch with CUDA, so absent from a CPU build's commands: each is
 # compiled with the flags of a unit of the same folder that is built here.
-CUDA_ONLY_UNITS = {"tests/gpu/torch_streams_gpu_test.cpp": "tests/gpu/gpu_main.cpp"}
+CUDA_ONLY_UNITS = {
+    "tests/gpu/torch_streams_gpu_test.cpp": "tests/gpu/gpu_main.cpp",
+    "tests/gpu/nccl_torch_gpu_test.cpp": "tests/gpu/gpu_main.cpp",
+}
 
 
 def in_ci():
@@ -144,11 +147,13 @@ def main():
             extra = [f"-D{CUDA_MACRO}=1"] + [x for d in cuda for x in ("-isystem", d)]
             jobs.append((rel + " [CUDA]", rewrite(command, headers, extra), entry["directory"]))
             cuda_units += 1
-    if cuda and not args.filter:
+    if cuda:
         commands = {os.path.relpath(os.path.realpath(os.path.join(e["directory"], e["file"])), repo): e
                     for e in json.load(open(db))}
         for unit, like in CUDA_ONLY_UNITS.items():
             entry = commands.get(like)
+            if args.filter and not re.search(args.filter, os.path.join(repo, unit)):
+                continue
             if entry is None or unit in commands:
                 continue  # no CUDA tests in this build, or a build with CUDA LibTorch compiled it above
             command = (entry.get("command") or shlex.join(entry["arguments"])).replace(like, unit)
