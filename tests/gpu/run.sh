@@ -19,7 +19,7 @@
 # with the same CUDA major version or by tests/gpu/wheel.sh; nothing is configured or built; step 4
 # runs the LibTorch GPU binaries found there, not idist_torch_tests), JOBS (build parallelism; default: number of cores), MAX_BYTES (largest size
 # of the sweep, default 1G), CMAKE_ARGS (extra configure arguments), STEP_TIMEOUT (seconds per
-# process, default 900).
+# process, default 900), LOG_DIR (default $BUILD_DIR/gpu-logs).
 set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -27,7 +27,7 @@ build=${BUILD_DIR:-$repo/build-gpu}
 jobs=${JOBS:-$(nproc)}
 max_bytes=${MAX_BYTES:-1G}
 step_timeout=${STEP_TIMEOUT:-900}
-logs=$build/gpu-logs
+logs=${LOG_DIR:-$build/gpu-logs}
 declare -a summary=()
 failed=0
 
