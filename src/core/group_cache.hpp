@@ -10,7 +10,7 @@ namespace idist::core {
 
 /// Entries (a backend's communicator of one group) keyed by the group's validated, ascending rank
 /// list, and also by the list exactly as the user wrote it, so that a repeated group costs one map
-/// lookup and no allocation (normalize_group() sorts a copy). Entries never move once made.
+/// lookup and no allocation (core::validated_ranks() makes a sorted copy). Entries never move once made.
 /// Thread safe; `make` runs under the cache's lock, so two threads never create one group twice.
 template <class Entry>
 class GroupCache {
@@ -36,20 +36,6 @@ class GroupCache {
     if (it == by_sorted_.end()) it = by_sorted_.emplace(sorted, make(sorted)).first;
     by_given_.emplace(given, &it->second);
     return it->second;
-  }
-
-  /// Calls `fn(entry)` for every entry, in rank-list order, under the lock.
-  template <class Fn>
-  void for_each(Fn fn) {
-    std::lock_guard lock(mutex_);
-    for (auto& [ranks, entry] : by_sorted_) fn(entry);
-  }
-
-  /// Forgets every entry (destroying them, in rank-list order).
-  void clear() {
-    std::lock_guard lock(mutex_);
-    by_given_.clear();
-    by_sorted_.clear();
   }
 
  private:

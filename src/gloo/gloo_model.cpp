@@ -1,11 +1,7 @@
-// GlooModel: rendezvous, communicators and the collectives on Gloo's algorithms.
+// GlooModel: rendezvous, communicators, barriers and teardown.
 #include "gloo/gloo_model.hpp"
 
-#include <gloo/allgather.h>
-#include <gloo/allgatherv.h>
-#include <gloo/allreduce.h>
 #include <gloo/barrier.h>
-#include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/device.h>
@@ -20,9 +16,7 @@
 #include <fmt/ranges.h>
 
 #include "backend_kit/cuda_probe.hpp"
-#include "backend_kit/host_reduce.hpp"
 #include "core/backend_factories.hpp"
-#include "gloo/call_tag.hpp"
 #include "gloo/gloo_store.hpp"
 #include "gloo/issue.hpp"
 #include "gloo/peer_diagnosis.hpp"
@@ -158,91 +152,6 @@ std::shared_ptr<ProcessGroup> GlooModel::create_group(std::vector<int> sorted_ra
 }
 
 std::shared_ptr<core::debug::ProgressBoard> GlooModel::progress_board() { return store::make_progress_board(store_); }
-
-Work GlooModel::do_reduce(const Reduction& r, Completion how) {
-  if (r.op == OpType::Reduce) return reduce_to_root(r, how);
-  if (r.op == OpType::ReduceScatter || r.op == OpType::ReduceScatterV) return reduce_scatter(r, how);
-  const backend_kit::ReduceFn fn = backend_kit::reduce_function(r.out.dtype, r.reduce_op);
-  const Buffer data = r.out;
-  if (data.count == 0) return Work{};
-  const ReduceOp op = r.reduce_op;
-  const auto algorithm =
-      use_bcube_ ? gloo::AllreduceOptions::Algorithm::BCUBE : gloo::AllreduceOptions::Algorithm::RING;
-  const auto timeout = this->timeout();
-  return issue(r.group, r.op, how, [data, op, fn, algorithm, timeout, retained = retained_.get()](gloo::Context& ctx) {
-    retained->run<gloo::AllreduceOptions>(borrow(ctx), [&](gloo::AllreduceOptions& o) {
-      with_element_type(dtype_size(data.dtype), [&](auto t) {
-        using T = decltype(t);
-        o.setOutput<T>(static_cast<T*>(data.data), data.count);
-      });
-      o.setReduceFunction(fn);
-      o.setTag(call_tag(data.dtype, data.count, int(op), -1));
-      o.setAlgorithm(algorithm);
-      o.setTimeout(timeout);
-      gloo::allreduce(o);
-    });
-  });
-}
-
-Work GlooModel::do_gather(const Gathering& g, Completion how) {
-  if (g.op == OpType::Gather) return gather_to_root(g, how);
-  const ConstBuffer in = g.in;
-  const Buffer out = g.out;
-  const auto timeout = this->timeout();
-  if (g.counts.empty()) {
-    if (in.count == 0) return Work{};
-    return issue(g.group, g.op, how, [in, out, timeout, retained = retained_.get()](gloo::Context& ctx) {
-      retained->run<gloo::AllgatherOptions>(borrow(ctx), [&](gloo::AllgatherOptions& o) {
-        with_element_type(dtype_size(in.dtype), [&](auto t) {
-          using T = decltype(t);
-          o.setInput<T>(static_cast<T*>(const_cast<void*>(in.data)), in.count);
-          o.setOutput<T>(static_cast<T*>(out.data), out.count);
-        });
-        o.setTag(call_tag(in.dtype, in.count, -1, -1));
-        o.setTimeout(timeout);
-        gloo::allgather(o);
-      });
-    });
-  }
-  const std::size_t total = out.count;  // sum(counts), checked by the front door
-  if (total == 0) return Work{};
-  std::vector<std::size_t> elements(g.counts.begin(), g.counts.end());
-  return issue(
-      g.group, g.op, how,
-      [in, out, total, elements = std::move(elements), timeout, retained = retained_.get()](gloo::Context& ctx) {
-        retained->run<gloo::AllgathervOptions>(borrow(ctx), [&](gloo::AllgathervOptions& o) {
-          with_element_type(dtype_size(in.dtype), [&](auto t) {
-            using T = decltype(t);
-            o.setInput<T>(static_cast<T*>(const_cast<void*>(in.data)), in.count);
-            o.setOutput<T>(static_cast<T*>(out.data), elements);
-          });
-          o.setTag(call_tag(in.dtype, total, -1, -1));
-          o.setTimeout(timeout);
-          gloo::allgatherv(o);
-        });
-      });
-}
-
-Work GlooModel::do_distribute(const Distribution& d, Completion how) {
-  if (d.op == OpType::Scatter) return scatter_from_root(d, how);
-  if (d.op == OpType::AllToAll || d.op == OpType::AllToAllV) return all_to_all(d, how);
-  const Buffer data = d.out;
-  const int root = d.root;
-  if (data.count == 0) return Work{};
-  const auto timeout = this->timeout();
-  return issue(d.group, d.op, how, [data, root, timeout, retained = retained_.get()](gloo::Context& ctx) {
-    retained->run<gloo::BroadcastOptions>(borrow(ctx), [&](gloo::BroadcastOptions& o) {
-      with_element_type(dtype_size(data.dtype), [&](auto t) {
-        using T = decltype(t);
-        o.setOutput<T>(static_cast<T*>(data.data), data.count);
-      });
-      o.setRoot(root);
-      o.setTag(call_tag(data.dtype, data.count, -1, root));
-      o.setTimeout(timeout);
-      gloo::broadcast(o);
-    });
-  });
-}
 
 Work GlooModel::do_barrier(const ProcessGroup& group, Completion how) {
   const auto timeout = this->timeout();

@@ -111,7 +111,7 @@ class GlooModel final : public ComputationModel {
   /// AllReduce: gloo::allreduce (ring, or bcube with IDIST_GLOO_ALLREDUCE=bcube); Reduce:
   /// gloo::reduce; ReduceScatter and ReduceScatterV: gloo::ReduceScatterHalvingDoubling (with the
   /// blocks' lengths) on groups whose size is a power of two, else gloo::allreduce (ring) keeping this
-  /// rank's block (see block_collectives.cpp).
+  /// rank's block (see gloo_reduce.cpp).
   Work do_reduce(const Reduction& r, Completion how) override;
   /// AllGather: gloo::allgather; AllGatherV: gloo::allgatherv; Gather: gloo::gather.
   Work do_gather(const Gathering& g, Completion how) override;
@@ -142,13 +142,22 @@ class GlooModel final : public ComputationModel {
                           const Run& run);
   /// Lets the peer watch (when on) probe `group`'s other hosts while one of its operations waits.
   void watch(GlooGroup& group);
-  // The operations added to the first ones (block_collectives.cpp).
+  // The reductions (gloo_reduce.cpp); `blocks`: the length of each group rank's block.
+  Work all_reduce(const Reduction& r, Completion how);
   Work reduce_to_root(const Reduction& r, Completion how);
-  Work reduce_scatter(const Reduction& r, Completion how);
-  Work reduce_scatter_by_allreduce(const Reduction& r, Completion how);
+  Work reduce_scatter(const Reduction& r, std::vector<int> blocks, Completion how);
+  Work reduce_scatter_by_allreduce(const Reduction& r, const std::vector<int>& blocks, Completion how);
+  // The gatherings (gloo_gather.cpp).
+  Work all_gather(const Gathering& g, Completion how);
+  Work all_gather_v(const Gathering& g, Completion how);
   Work gather_to_root(const Gathering& g, Completion how);
+  // The distributions (gloo_distribute.cpp).
+  Work broadcast(const Distribution& d, Completion how);
   Work scatter_from_root(const Distribution& d, Completion how);
   Work all_to_all(const Distribution& d, Completion how);
+  Work all_to_all_v(const Distribution& d, Completion how);
+  // Send (`sending`) or Recv (gloo_point_to_point.cpp).
+  Work transfer(const PointToPoint& p, bool sending, Completion how);
   /// Releases everything in teardown order. `barrier_first`: finalize()'s closing barrier.
   void teardown(bool barrier_first) noexcept;
 

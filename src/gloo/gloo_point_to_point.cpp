@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "backend_kit/op_family.hpp"
 #include "gloo/issue.hpp"
 
 namespace idist::gloo_backend {
@@ -15,8 +16,18 @@ constexpr std::uint8_t kPointToPointSlotPrefix = 0x50;
 }  // namespace
 
 Work GlooModel::do_point_to_point(const PointToPoint& p, Completion how) {
+  switch (p.op) {
+    case OpType::Send: return transfer(p, /*sending=*/true, how);
+    case OpType::Recv:
+      return transfer(p, /*sending=*/false, how);
+    IDIST_OPTYPES_OUTSIDE_POINT_TO_POINT:
+      break;
+  }
+  backend_kit::outside_family(p.op, backend_kit::OpFamily::PointToPoint);
+}
+
+Work GlooModel::transfer(const PointToPoint& p, bool sending, Completion how) {
   const auto& world = static_cast<const GlooGroup&>(p.group);
-  const bool sending = p.op == OpType::Send;
   const std::uint64_t slot = gloo::Slot::build(kPointToPointSlotPrefix, std::uint32_t(p.tag));
   const int peer = p.peer;
   const auto timeout = this->timeout();

@@ -42,6 +42,12 @@ void with_element_type(std::size_t size, F&& f) {
 // it runs operations, so a non-owning alias avoids a reference count per operation.
 inline std::shared_ptr<gloo::Context> borrow(gloo::Context& ctx) { return {std::shared_ptr<void>(), &ctx}; }
 
+// A buffer as the T* gloo's options take (inputs included, which gloo does not write).
+template <class T>
+T* typed(const void* p) {
+  return static_cast<T*>(const_cast<void*>(p));
+}
+
 // Runs one gloo operation of `group`, translating failures into idist errors that name the operation,
 // the rank and the group; the first failure marks the group's communicator unusable.
 template <class Run>

@@ -1,13 +1,10 @@
-// MPIModel: setup, groups and the non-blocking collectives.
+// MPIModel: setup, groups, barriers, and what the operation families share (Work, run_op).
 #include "mpi/mpi_model.hpp"
-#include "mpi/mpi_monitored_barrier.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
-#include <numeric>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,20 +13,14 @@
 
 #include "backend_kit/cuda_probe.hpp"
 #include "idist/error.hpp"
-#include "mpi/mpi_error.hpp"
 #include "mpi/exit_timer.hpp"
-#include "mpi/single_copy.hpp"
+#include "mpi/mpi_error.hpp"
+#include "mpi/mpi_model_calls.hpp"
+#include "mpi/mpi_monitored_barrier.hpp"
 #include "mpi/mpi_work.hpp"
+#include "mpi/single_copy.hpp"
 
 namespace idist::mpi_backend {
-
-namespace {
-
-std::byte* at(void* base, std::size_t elements, std::size_t esize) {
-  return static_cast<std::byte*>(base) + elements * esize;
-}
-
-}  // namespace
 
 MPIModel::MPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_level, const MpiSettings& settings)
     : ComputationModel(timeout), owns_mpi_(owns_mpi), thread_level_(thread_level), max_count_(settings.max_count) {
@@ -186,176 +177,6 @@ Work MPIModel::make_work(std::vector<MPI_Request> requests, std::vector<int> int
 
 std::size_t MPIModel::elements_per_call(std::size_t chunk_bytes, DType dtype) const {
   return chunk_bytes ? std::min(max_count_, std::max<std::size_t>(1, chunk_bytes / dtype_size(dtype))) : max_count_;
-}
-
-template <class Post>
-Work MPIModel::post_in_chunks(const Buffer& data, std::size_t limit, const char* mpi_fn, OpType op, Post post) {
-  if (data.count <= limit) [[likely]] {
-    MPI_Request request;
-    int rc;
-    {
-      MpiCallGuard guard;
-      rc = post(data.data, int(data.count), &request);
-    }
-    check(rc, mpi_fn);
-    return make_work(request, mpi_fn, op);
-  }
-  // More elements than an int counts (or than the chunk size): consecutive chunks, independent
-  // since these operations work element by element.
-  const std::size_t esize = dtype_size(data.dtype);
-  std::vector<MPI_Request> requests;
-  MpiCallGuard guard;
-  for (std::size_t off = 0; off < data.count; off += limit) {
-    MPI_Request request;
-    check(post(at(data.data, off, esize), int(std::min(limit, data.count - off)), &request), mpi_fn);
-    requests.push_back(request);
-  }
-  return make_work(std::move(requests), {}, mpi_fn, op);
-}
-
-// Blocking calls: MPI's blocking functions under the watchdog (when switched on). Buffers beyond
-// MPI's int counts, and calls that find every watchdog slot taken, wait on the non-blocking call.
-template <class Call>
-bool MPIModel::run_watched(OpType op, const ProcessGroup& group, const char* mpi_fn, Call call) {
-  const Watchdog::Scope watched(*watchdog_, to_string(op).data(), static_cast<const MpiGroup&>(group).label.c_str());
-  if (!watched) return false;
-  int rc;
-  {
-    MpiCallGuard guard;
-    rc = call();
-  }
-  check(rc, mpi_fn);
-  return true;
-}
-
-Work MPIModel::do_reduce(const Reduction& r, Completion how) {
-  const MPI_Comm comm = healthy_comm(r.group, r.op);
-  if (r.op == OpType::Reduce) return reduce_to_root(r, comm, how);
-  if (r.op == OpType::ReduceScatter) return reduce_scatter(r, comm, how);
-  if (r.op == OpType::ReduceScatterV) return reduce_scatter_v(r, comm, how);
-  const Buffer& data = r.out;
-  const MPI_Datatype type = types_.datatype(data.dtype);
-  const MPI_Op mpi_op = types_.op(data.dtype, r.reduce_op);
-  if (how == Completion::Blocking && watchdog_ && (data.count <= max_count_ || blocking_chunk_)) {
-    // One watched call; on one node in chunks of blocking_chunk_ (MpiSettings::blocking_chunk_bytes).
-    const std::size_t limit = elements_per_call(blocking_chunk_, data.dtype);
-    const std::size_t esize = dtype_size(data.dtype);
-    if (run_watched(r.op, r.group, "MPI_Allreduce", [&] {
-          auto* p = static_cast<char*>(data.data);
-          for (std::size_t off = 0; off < data.count; off += limit) {
-            const int n = int(std::min(limit, data.count - off));
-            if (const int rc = MPI_Allreduce(MPI_IN_PLACE, p + off * esize, n, type, mpi_op, comm); rc != MPI_SUCCESS)
-              return rc;
-          }
-          return MPI_SUCCESS;
-        }))
-      return Work{};
-  }
-  // With the progress thread, large all-reduces go out as several chunks in flight at once: for
-  // fewer than 4 ranks libnbc reduces to rank 0 and then broadcasts, one link direction after the
-  // other, and consecutive chunks let one chunk's broadcast share the wire with the next one's reduce.
-  const std::size_t limit = elements_per_call(progress_chunk_, data.dtype);
-  return complete(post_in_chunks(data, limit, "MPI_Iallreduce", r.op,
-                                 [&](void* p, int n, MPI_Request* request) {
-                                   return MPI_Iallreduce(MPI_IN_PLACE, p, n, type, mpi_op, comm, request);
-                                 }),
-                  how);
-}
-
-Work MPIModel::do_gather(const Gathering& g, Completion how) {
-  const MPI_Comm comm = healthy_comm(g.group, g.op);
-  if (g.op == OpType::Gather) return gather_to_root(g, comm, how);
-  if (!g.counts.empty()) return complete(all_gather_v(g, comm), how);
-  if (how == Completion::Blocking && watchdog_ && g.in.count <= max_count_) {
-    const MPI_Datatype type = types_.datatype(g.in.dtype);
-    const int n = int(g.in.count);
-    if (run_watched(g.op, g.group, "MPI_Allgather",
-                    [&] { return MPI_Allgather(g.in.data, n, type, g.out.data, n, type, comm); }))
-      return Work{};
-  }
-  return complete(all_gather(g, comm), how);
-}
-
-Work MPIModel::all_gather(const Gathering& g, MPI_Comm comm) {
-  if (g.in.count > max_count_) {
-    const std::vector<std::size_t> counts(std::size_t(g.group.size()), g.in.count);
-    return all_gather_by_broadcasts(g, counts, comm);
-  }
-  const MPI_Datatype type = types_.datatype(g.in.dtype);
-  MPI_Request request;
-  int rc;
-  {
-    MpiCallGuard guard;
-    rc = MPI_Iallgather(g.in.data, int(g.in.count), type, g.out.data, int(g.in.count), type, comm, &request);
-  }
-  check(rc, "MPI_Iallgather");
-  return make_work(request, "MPI_Iallgather", g.op);
-}
-
-Work MPIModel::all_gather_v(const Gathering& g, MPI_Comm comm) {
-  const std::span<const std::size_t> counts = g.counts;
-  const std::size_t n = counts.size();
-  const std::size_t total = g.out.count;  // sum(counts), checked by the front door
-  // MPI-3 counts and displacements are ints: beyond that range, fall back to one broadcast per rank.
-  if (total - counts.back() > max_count_ || *std::max_element(counts.begin(), counts.end()) > max_count_)
-    return all_gather_by_broadcasts(g, counts, comm);
-
-  std::vector<int> ints(2 * n);  // counts, then displacements; MPI reads them until completion
-  std::size_t displ = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    ints[i] = int(counts[i]);
-    ints[n + i] = int(displ);
-    displ += counts[i];
-  }
-  const MPI_Datatype type = types_.datatype(g.in.dtype);
-  MPI_Request request;
-  int rc;
-  {
-    MpiCallGuard guard;
-    rc = MPI_Iallgatherv(g.in.data, int(g.in.count), type, g.out.data, ints.data(), ints.data() + n, type, comm,
-                         &request);
-  }
-  check(rc, "MPI_Iallgatherv");
-  return make_work(std::vector<MPI_Request>{request}, std::move(ints), "MPI_Iallgatherv", g.op);
-}
-
-Work MPIModel::all_gather_by_broadcasts(const Gathering& g, std::span<const std::size_t> counts, MPI_Comm comm) {
-  const std::size_t esize = dtype_size(g.in.dtype);
-  const MPI_Datatype type = types_.datatype(g.in.dtype);
-  std::vector<std::size_t> displs(counts.size());
-  std::exclusive_scan(counts.begin(), counts.end(), displs.begin(), std::size_t{0});
-  // This rank's block is the source of its own broadcasts.
-  std::byte* mine = at(g.out.data, displs[std::size_t(g.group.rank())], esize);
-  if (g.in.count && mine != g.in.data) std::memmove(mine, g.in.data, g.in.bytes());
-  std::vector<MPI_Request> requests;
-  MpiCallGuard guard;
-  for (std::size_t root = 0; root < counts.size(); ++root) {
-    for (std::size_t off = 0; off < counts[root]; off += max_count_) {
-      const int n = int(std::min(max_count_, counts[root] - off));
-      MPI_Request request;
-      check(MPI_Ibcast(at(g.out.data, displs[root] + off, esize), n, type, int(root), comm, &request), "MPI_Ibcast");
-      requests.push_back(request);
-    }
-  }
-  return make_work(std::move(requests), {}, "MPI_Ibcast", g.op);
-}
-
-Work MPIModel::do_distribute(const Distribution& d, Completion how) {
-  const MPI_Comm comm = healthy_comm(d.group, d.op);
-  if (d.op == OpType::Scatter) return scatter_from_root(d, comm, how);
-  if (d.op == OpType::AllToAll || d.op == OpType::AllToAllV) return all_to_all(d, comm, how);
-  const Buffer& data = d.out;
-  const MPI_Datatype type = types_.datatype(data.dtype);
-  if (how == Completion::Blocking && watchdog_ && data.count <= max_count_) {
-    if (run_watched(d.op, d.group, "MPI_Bcast",
-                    [&] { return MPI_Bcast(data.data, int(data.count), type, d.root, comm); }))
-      return Work{};
-  }
-  return complete(post_in_chunks(data, max_count_, "MPI_Ibcast", d.op,
-                                 [&](void* p, int n, MPI_Request* request) {
-                                   return MPI_Ibcast(p, n, type, d.root, comm, request);
-                                 }),
-                  how);
 }
 
 Work MPIModel::run_op(OpType op, const ProcessGroup& group, Completion how, const char* blocking_fn,

@@ -9,18 +9,19 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "idist/computation_model.hpp"
-#include "mpi/mpi_groups.hpp"
 #include "mpi/health.hpp"
-#include "mpi/progress.hpp"
+#include "mpi/mpi_groups.hpp"
 #include "mpi/mpi_topology.hpp"
 #include "mpi/mpi_types.hpp"
 #include "mpi/mpi_watchdog.hpp"
+#include "mpi/progress.hpp"
 
 namespace idist::mpi_backend {
 
@@ -184,12 +185,13 @@ class MPIModel final : public ComputationModel {
   MPI_Comm healthy_comm(const ProcessGroup& group, OpType op) const;
   // Runs the blocking MPI call `call` (returning MPI's error code) under the watchdog as `op` on
   // `group`. False, without calling, when every watchdog slot is taken (the caller takes the polled
-  // path). @throws BackendError naming `mpi_fn` when the call fails.
+  // path). @throws BackendError naming `mpi_fn` when the call fails. (Defined in mpi_model_calls.hpp.)
   template <class Call>
   bool run_watched(OpType op, const ProcessGroup& group, const char* mpi_fn, Call call);
   // Posts `post(pointer, count, &request)` (a non-blocking MPI call returning its error code) on
   // `data` at once when data.count <= limit, else once per chunk of `limit` elements, and wraps the
-  // requests in one Work named `op`. For the operations that work element by element.
+  // requests in one Work named `op`. For the operations that work element by element. (Defined in
+  // mpi_model_calls.hpp.)
   template <class Post>
   Work post_in_chunks(const Buffer& data, std::size_t limit, const char* mpi_fn, OpType op, Post post);
   // Elements per MPI call for chunks of `chunk_bytes` of `dtype` (0: whole), at most max_count_.
@@ -204,31 +206,37 @@ class MPIModel final : public ComputationModel {
   // Posts-time failure: marks the model broken and throws BackendError naming `fn`.
   void check(int rc, const char* fn) { health_->check_rc(rc, fn, rank()); }
   [[noreturn]] void abort_broken() const;
-  // Gathers counts[i] elements from each rank as one MPI_Ibcast per rank (and per chunk): the path
-  // for displacements beyond MPI's int range.
-  Work all_gather_by_broadcasts(const Gathering& g, std::span<const std::size_t> counts, MPI_Comm comm);
   // One operation of int counts: with blocking collectives on and Completion::Blocking, `blocking()`
   // (returning MPI's error code) under the watchdog; otherwise `post(&request)` wrapped in a Work
   // named `op` that keeps `ints` (counts MPI reads until completion) alive, waited for when Blocking.
   Work run_op(OpType op, const ProcessGroup& group, Completion how, const char* blocking_fn,
               const std::function<int()>& blocking, const char* post_fn, const std::function<int(MPI_Request*)>& post,
               std::vector<int> ints = {});
-  // The operations added to the first ones (block_collectives.cpp): rooted reductions, gathers and
-  // scatters, reduce_scatter and all_to_all(v), each one MPI call.
+  // BackendError unless every count fits MPI's int counts.
+  void check_int_counts(OpType op, std::initializer_list<std::size_t> counts) const;
+
+  // The reductions (mpi_reduce.cpp).
+  Work all_reduce(const Reduction& r, MPI_Comm comm, Completion how);
   Work reduce_to_root(const Reduction& r, MPI_Comm comm, Completion how);
   Work reduce_scatter(const Reduction& r, MPI_Comm comm, Completion how);
   // Blocking, with blocking collectives on: MPI_Reduce_scatter. Otherwise one MPI_Ireduce per rank
   // with a block, rooted at that rank, all in flight at once: libnbc's MPI_Ireduce_scatter reduces
   // everything to rank 0 and scatters from there, twice the traffic of the others on rank 0's link.
   Work reduce_scatter_v(const Reduction& r, MPI_Comm comm, Completion how);
+  // The gatherings (mpi_gather.cpp). all_gather: MPI_Allgather under the watchdog, else the posted call.
+  Work all_gather(const Gathering& g, MPI_Comm comm, Completion how);
+  // The non-blocking gathers.
+  Work post_all_gather(const Gathering& g, MPI_Comm comm);
+  Work all_gather_v(const Gathering& g, MPI_Comm comm);
+  // Gathers counts[i] elements from each rank as one MPI_Ibcast per rank (and per chunk): the path
+  // for displacements beyond MPI's int range.
+  Work all_gather_by_broadcasts(const Gathering& g, std::span<const std::size_t> counts, MPI_Comm comm);
   Work gather_to_root(const Gathering& g, MPI_Comm comm, Completion how);
+  // The distributions (mpi_distribute.cpp).
+  Work broadcast(const Distribution& d, MPI_Comm comm, Completion how);
   Work scatter_from_root(const Distribution& d, MPI_Comm comm, Completion how);
   Work all_to_all(const Distribution& d, MPI_Comm comm, Completion how);
-  // BackendError unless every count fits MPI's int counts.
-  void check_int_counts(OpType op, std::initializer_list<std::size_t> counts) const;
-  // The non-blocking gathers.
-  Work all_gather(const Gathering& g, MPI_Comm comm);
-  Work all_gather_v(const Gathering& g, MPI_Comm comm);
+  Work all_to_all_v(const Distribution& d, MPI_Comm comm, Completion how);
 
   bool owns_mpi_;
   int thread_level_;

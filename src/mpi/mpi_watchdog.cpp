@@ -1,4 +1,4 @@
-// The watchdog of blocking MPI collectives (see watchdog.hpp).
+// The watchdog of blocking MPI collectives (see mpi_watchdog.hpp).
 #include "mpi/mpi_watchdog.hpp"
 
 #include <mpi.h>

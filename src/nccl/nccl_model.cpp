@@ -1,3 +1,4 @@
+// NCCLModel: setup, groups, buffer placement, the barrier and teardown.
 #include "nccl/nccl_model.hpp"
 
 #include <cuda_runtime.h>
@@ -10,7 +11,6 @@
 
 #include <fmt/format.h>
 
-#include "backend_kit/host_reduce.hpp"
 #include "core/backend_factories.hpp"
 #include "idist/error.hpp"
 #include "nccl/cuda_error.hpp"
@@ -41,21 +41,6 @@ bool env_flag(const char* name) {
 std::string visible_devices_text() {
   const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
   return v ? "CUDA_VISIBLE_DEVICES=\"" + std::string(v) + "\"" : std::string("CUDA_VISIBLE_DEVICES unset");
-}
-
-// The host fallback of all_reduce: gather every rank's row, reduce on the host in stream order, copy
-// the result back into `d`.
-void all_reduce_on_host(Op& op, void* d, std::size_t count, DType dtype, ReduceOp rop, int nranks) {
-  const std::size_t bytes = count * dtype_size(dtype);
-  void* rows = op.scratch(bytes * std::size_t(nranks));
-  op.nccl(ncclAllGather(d, rows, bytes, ncclUint8, op.handle(), op.stream()));
-  std::shared_ptr<void> host_rows = op.pinned(bytes * std::size_t(nranks));
-  std::shared_ptr<void> host_out = op.pinned(bytes);
-  op.copy(host_rows.get(), rows, bytes * std::size_t(nranks), cudaMemcpyDeviceToHost);
-  op.host([host_rows, host_out, count, nranks, dtype, rop] {
-    backend_kit::reduce_rows(host_out.get(), host_rows.get(), count, nranks, dtype, rop);
-  });
-  op.copy(d, host_out.get(), bytes, cudaMemcpyHostToDevice);
 }
 
 }  // namespace
@@ -188,67 +173,6 @@ OpContext NCCLModel::op_context() const { return OpContext{pinned_, device_pool_
 
 void NCCLModel::check_device_buffer(OpType op, std::string_view arg, const Device& dev) const {
   check_buffer_device(to_string(op), arg, dev, device());
-}
-
-Work NCCLModel::do_reduce(const Reduction& r, Completion how) {
-  if (r.op != OpType::AllReduce) return reduce_rooted_or_scattered(r, how);
-  const ReducePlan plan = reduction_for(r.out.dtype, r.reduce_op);
-  Buffer data = r.out;
-  data.device = placement(r.op, "data", data.data, data.bytes(), data.device);
-  if (data.count == 0) return Work{};
-  Op o(r.op, comm_of(r.group), op_context());
-  void* d = o.inout(data);
-  if (plan.kind == ReducePlan::Kind::Native)
-    o.nccl(ncclAllReduce(d, d, data.count, plan.type, plan.op, o.handle(), o.stream()));
-  else
-    all_reduce_on_host(o, d, data.count, data.dtype, r.reduce_op, r.group.size());
-  return o.finish(how);
-}
-
-Work NCCLModel::do_gather(const Gathering& g, Completion how) {
-  if (g.op == OpType::Gather) return gather_to_root(g, how);
-  ConstBuffer in = g.in;
-  Buffer out = g.out;
-  in.device = placement(g.op, "in", in.data, in.bytes(), in.device);
-  out.device = placement(g.op, "out", out.data, out.bytes(), out.device);
-  if (out.count == 0) return Work{};
-  Op o(g.op, comm_of(g.group), op_context());
-  const void* din = o.input(in);
-  auto* dout = static_cast<char*>(o.output(out));
-  if (g.counts.empty()) {
-    // Data movement only: bytes serve every element type, int16 and bool included.
-    o.nccl(ncclAllGather(din, dout, in.bytes(), ncclUint8, o.handle(), o.stream()));
-    return o.finish(how);
-  }
-  const std::size_t esize = dtype_size(in.dtype);
-  // One broadcast per contributing rank, fused into one NCCL launch by the group.
-  o.nccl_queued(ncclGroupStart());
-  try {
-    std::size_t offset = 0;
-    for (std::size_t r = 0; r < g.counts.size(); ++r) {
-      const std::size_t bytes = g.counts[r] * esize;
-      if (bytes == 0) continue;
-      const void* send = int(r) == g.group.rank() ? din : dout + offset;
-      o.nccl_queued(ncclBroadcast(send, dout + offset, bytes, ncclUint8, int(r), o.handle(), o.stream()));
-      offset += bytes;
-    }
-  } catch (...) {
-    (void)ncclGroupEnd();
-    throw;
-  }
-  o.nccl(ncclGroupEnd());
-  return o.finish(how);
-}
-
-Work NCCLModel::do_distribute(const Distribution& d, Completion how) {
-  if (d.op != OpType::Broadcast) return exchange_blocks(d, how);
-  Buffer data = d.out;
-  data.device = placement(d.op, "data", data.data, data.bytes(), data.device);
-  if (data.count == 0) return Work{};
-  Op o(d.op, comm_of(d.group), op_context());
-  void* p = o.inout(data);
-  o.nccl(ncclBroadcast(p, p, data.bytes(), ncclUint8, d.root, o.handle(), o.stream()));
-  return o.finish(how);
 }
 
 Work NCCLModel::do_barrier(const ProcessGroup& group, Completion how) {

@@ -1,5 +1,6 @@
 #pragma once
 // NCCLModel: the "nccl" backend (ignite's _NativeDistModel with backend "nccl").
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -8,11 +9,11 @@
 #include "idist/computation_model.hpp"
 #include "idist/context.hpp"
 #include "nccl/communicator.hpp"
-#include "nccl/op.hpp"
-#include "nccl/rendezvous.hpp"
 #include "nccl/nccl_staging.hpp"
 #include "nccl/nccl_types.hpp"
 #include "nccl/nccl_watchdog.hpp"
+#include "nccl/op.hpp"
+#include "nccl/rendezvous.hpp"
 
 namespace idist::nccl_backend {
 
@@ -84,11 +85,22 @@ class NCCLModel final : public ComputationModel {
   // host memory (staged), whatever the caller marked it as. ValueError for another device's memory.
   Device placement(OpType op, std::string_view arg, const void* data, std::size_t bytes, const Device& dev) const;
   OpContext op_context() const;
-  // The operations added to the first ones (block_collectives.cpp).
-  Work reduce_rooted_or_scattered(const Reduction& r, Completion how);
+  // The reductions (nccl_reduce.cpp); `plan`: NCCL's native type and operator.
+  Work all_reduce(const Reduction& r, Completion how);
+  Work reduce_to_root(const Reduction& r, const ReducePlan& plan, Completion how);
+  Work reduce_scatter(const Reduction& r, const ReducePlan& plan, Completion how);
   Work reduce_scatter_v(const Reduction& r, const ReducePlan& plan, Completion how);
+  // The gatherings (nccl_gather.cpp).
+  Work all_gather(const Gathering& g, Completion how);
+  Work all_gather_v(const Gathering& g, Completion how);
   Work gather_to_root(const Gathering& g, Completion how);
-  Work exchange_blocks(const Distribution& d, Completion how);
+  // The distributions (nccl_distribute.cpp). exchange_blocks: sends[i] elements to and receives[i]
+  // from group rank i, blocks back to back in `in` and `out`; `in` is read only when `sends_any`.
+  Work broadcast(const Distribution& d, Completion how);
+  Work exchange_blocks(const Distribution& d, const std::vector<std::size_t>& sends,
+                       const std::vector<std::size_t>& receives, bool sends_any, Completion how);
+  // Send (`sending`) or Recv (nccl_point_to_point.cpp).
+  Work transfer(const PointToPoint& p, bool sending, Completion how);
   void shutdown(bool collective) noexcept;
 
   int device_ = 0;

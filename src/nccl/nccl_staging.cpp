@@ -40,18 +40,11 @@ std::shared_ptr<void> BlockPool::acquire(std::size_t bytes) {
       check_cuda(cudaMalloc(&block.ptr, capacity), "cudaMalloc of a staging block");
     }
     block.capacity = capacity;
-    std::lock_guard lock(mutex_);
-    held_bytes_ += capacity;
   }
   std::weak_ptr<BlockPool> pool = weak_from_this();
   return std::shared_ptr<void>(block.ptr, [pool, block](void*) {
     if (auto p = pool.lock()) p->release(block);
   });
-}
-
-std::size_t BlockPool::held_bytes() const {
-  std::lock_guard lock(mutex_);
-  return held_bytes_;
 }
 
 void BlockPool::release(Block b) noexcept {

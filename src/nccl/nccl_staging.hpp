@@ -34,9 +34,6 @@ class BlockPool : public std::enable_shared_from_this<BlockPool> {
   /// @throws BackendError when the allocation fails.
   std::shared_ptr<void> acquire(std::size_t bytes);
 
-  /// Bytes held by the pool, handed out or not (tests, diagnostics).
-  std::size_t held_bytes() const;
-
  private:
   BlockPool(Kind kind, int device) : kind_(kind), device_(device) {}
   struct Block {
@@ -49,7 +46,6 @@ class BlockPool : public std::enable_shared_from_this<BlockPool> {
   int device_;
   mutable std::mutex mutex_;
   std::vector<Block> free_;
-  std::size_t held_bytes_ = 0;
 };
 
 /// Device scratch of one collective, used on `stream`. With `pool` null: stream-ordered

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "backend_kit/cuda_probe.hpp"
+#include "backend_kit/op_family.hpp"
 #include "core/backend_factories.hpp"
 
 namespace idist::serial_backend {
@@ -23,11 +24,43 @@ Work copy(const ConstBuffer& in, const Buffer& out) {
 }
 }  // namespace
 
-Work SerialModel::do_reduce(const Reduction& r, Completion) { return copy(r.in, r.out); }
+Work SerialModel::do_reduce(const Reduction& r, Completion) {
+  switch (r.op) {
+    case OpType::AllReduce:
+    case OpType::Reduce:
+    case OpType::ReduceScatter:
+    case OpType::ReduceScatterV:
+      return copy(r.in, r.out);
+    IDIST_OPTYPES_OUTSIDE_REDUCTION:
+      break;
+  }
+  backend_kit::outside_family(r.op, backend_kit::OpFamily::Reduction);
+}
 
-Work SerialModel::do_gather(const Gathering& g, Completion) { return copy(g.in, g.out); }
+Work SerialModel::do_gather(const Gathering& g, Completion) {
+  switch (g.op) {
+    case OpType::AllGather:
+    case OpType::AllGatherV:
+    case OpType::Gather:
+      return copy(g.in, g.out);
+    IDIST_OPTYPES_OUTSIDE_GATHERING:
+      break;
+  }
+  backend_kit::outside_family(g.op, backend_kit::OpFamily::Gathering);
+}
 
-Work SerialModel::do_distribute(const Distribution& d, Completion) { return copy(d.in, d.out); }
+Work SerialModel::do_distribute(const Distribution& d, Completion) {
+  switch (d.op) {
+    case OpType::Broadcast:
+    case OpType::Scatter:
+    case OpType::AllToAll:
+    case OpType::AllToAllV:
+      return copy(d.in, d.out);
+    IDIST_OPTYPES_OUTSIDE_DISTRIBUTION:
+      break;
+  }
+  backend_kit::outside_family(d.op, backend_kit::OpFamily::Distribution);
+}
 
 Work SerialModel::do_barrier(const ProcessGroup&, Completion) { return Work{}; }
 

@@ -83,11 +83,6 @@ bool Reducer::tuning_bucket_cap() const {
   return impl_->tune_.active;
 }
 
-bool Reducer::has_comm_hook() const {
-  std::lock_guard lock(impl_->mutex_);
-  return impl_->user_hook_;
-}
-
 std::vector<std::size_t> Reducer::launch_positions() const {
   std::lock_guard lock(impl_->mutex_);
   return impl_->launch_positions_;

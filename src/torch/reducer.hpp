@@ -119,8 +119,6 @@ class Reducer {
   /// @throws ValueError for an empty hook, a second registration (DDP allows one), or a call during
   ///         a backward.
   void register_comm_hook(CommHook hook);
-  /// Whether a communication hook replaces the default all-reduce.
-  bool has_comm_hook() const;
   /// The cap the buckets are built with now, MiB: Options::bucket_cap_mb when set; else the cap on
   /// trial while tuning_bucket_cap(), then the tuned one (the same on every rank).
   double bucket_cap_mb() const;
