@@ -48,7 +48,7 @@ TEST(TensorOutputs, ReduceIntoAViewReachesTheBase) {
 }
 
 TEST(TensorOutputs, RecvAndIrecvIntoRowsOfABase) {
-  if (ws() < 2) GTEST_SKIP() << "needs 2 ranks";
+  if (ws() < 2) GTEST_SKIP() << "needs two ranks";
   // Ranks 0 and 1 exchange a row each; the others take no part.
   if (rank() > 1) return;
   const int peer = 1 - rank();
