@@ -69,15 +69,19 @@ bool blocking_wait() {
 
 bool NcclWork::wait_on_stream() { return !blocking_wait() && state_->order_caller_stream(); }
 
-bool OpState::order_caller_stream() {
-  {
-    std::lock_guard lock(mutex_);
-    if (!completed_ && !on_complete.empty()) return false;
-  }
-  if (comm->aborted()) return false;  // the host wait rethrows the communicator's failure
+void OpState::caller_stream_waits() const {
   DeviceGuard guard(comm->info().device);
   auto caller = static_cast<cudaStream_t>(caller_stream(comm->info().device));
   check_cuda(cudaStreamWaitEvent(caller, end, 0), "cudaStreamWaitEvent on the caller's stream", to_string(op));
+}
+
+bool OpState::order_caller_stream() {
+  {
+    std::lock_guard lock(mutex_);
+    if (!on_complete.empty()) return false;  // complete() empties it
+  }
+  if (comm->aborted()) return false;  // the host wait rethrows the communicator's failure
+  caller_stream_waits();
   return true;
 }
 
@@ -104,12 +108,7 @@ bool OpState::wait_until(Clock::time_point wait_deadline) {
     else
       std::this_thread::sleep_for(std::chrono::microseconds(round < 1000 ? 20 : 200));
   }
-  {
-    // Device work the caller enqueues next on its stream runs after the collective.
-    DeviceGuard guard(comm->info().device);
-    auto caller = static_cast<cudaStream_t>(caller_stream(comm->info().device));
-    check_cuda(cudaStreamWaitEvent(caller, end, 0), "cudaStreamWaitEvent on the caller's stream", to_string(op));
-  }
+  caller_stream_waits();  // device work the caller enqueues next on its stream runs after the collective
   complete();
   return true;
 }

@@ -45,6 +45,8 @@ struct OpState {
   /// Makes the caller's current stream wait for `end`. Returns false, leaving the host to wait, when
   /// there are host results to copy out or the communicator was aborted.
   bool order_caller_stream();
+  /// Makes the caller's current stream (on the communicator's device) wait for `end`.
+  void caller_stream_waits() const;
   /// The op ran past its deadline at `now`: requests the abort of its communicator with a
   /// TimeoutError naming the op, rank, communicator, limit and elapsed time (the first reason
   /// recorded wins). The watchdog carries out the abort.
