@@ -36,13 +36,9 @@ void hold_until_collective_done(const at::Tensor& t) {
   if (t.defined() && t.is_cuda()) nccl_backend::hold_for_next_collective(std::make_shared<at::Tensor>(t));
 }
 
-bool orders_on_current_stream() noexcept { return true; }
-
 #else
 
 void hold_until_collective_done(const at::Tensor&) {}
-
-bool orders_on_current_stream() noexcept { return false; }
 
 #endif
 

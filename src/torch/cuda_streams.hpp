@@ -11,7 +11,4 @@ namespace idist::detail {
 /// (only for CUDA tensors, and only where the nccl backend and LibTorch's CUDA are built in).
 void hold_until_collective_done(const at::Tensor& t);
 
-/// Whether collectives order against LibTorch's current CUDA stream in this build.
-bool orders_on_current_stream() noexcept;
-
 }  // namespace idist::detail
