@@ -132,34 +132,35 @@ def main():
             break
     cuda = cuda_include_dirs(args.cuda)
 
-    jobs, seen, cuda_units = [], set(), 0
+    # Repository-relative path -> (compile command, its directory): of a file built by several targets,
+    # the first command that includes LibTorch, else the first.
+    entries = {}
     for entry in json.load(open(db)):
         path = os.path.realpath(os.path.join(entry["directory"], entry["file"]))
-        command = entry.get("command") or shlex.join(entry["arguments"])
-        if TORCH_API_INCLUDE not in command or not path.startswith(repo + os.sep) or path in seen:
+        if path.startswith(repo + os.sep):
+            command = entry.get("command") or shlex.join(entry["arguments"])
+            rel = os.path.relpath(path, repo)
+            if rel not in entries or (TORCH_API_INCLUDE in command and TORCH_API_INCLUDE not in entries[rel][0]):
+                entries[rel] = (command, entry["directory"])
+    cuda_flags = [f"-D{CUDA_MACRO}=1"] + [x for d in cuda for x in ("-isystem", d)]
+    wanted = lambda rel: not args.filter or re.search(args.filter, os.path.join(repo, rel))
+
+    jobs, seen, cuda_units = [], set(), 0
+    for rel, (command, directory) in entries.items():
+        if TORCH_API_INCLUDE not in command or not wanted(rel):
             continue
-        if args.filter and not re.search(args.filter, path):
+        seen.add(rel)
+        jobs.append((rel, rewrite(command, headers, []), directory))
+        if cuda and CUDA_MACRO in open(os.path.join(repo, rel), errors="replace").read():
+            jobs.append((rel + " [CUDA]", rewrite(command, headers, cuda_flags), directory))
+            cuda_units += 1
+    for unit, like in CUDA_ONLY_UNITS.items() if cuda else ():
+        # Absent: no CUDA tests in this build; present: a build with CUDA LibTorch compiled it above.
+        if like not in entries or unit in entries or not wanted(unit):
             continue
-        seen.add(path)
-        rel = os.path.relpath(path, repo)
-        jobs.append((rel, rewrite(command, headers, []), entry["directory"]))
-        if cuda and CUDA_MACRO in open(path, errors="replace").read():
-            extra = [f"-D{CUDA_MACRO}=1"] + [x for d in cuda for x in ("-isystem", d)]
-            jobs.append((rel + " [CUDA]", rewrite(command, headers, extra), entry["directory"]))
-            cuda_units += 1
-    if cuda:
-        commands = {os.path.relpath(os.path.realpath(os.path.join(e["directory"], e["file"])), repo): e
-                    for e in json.load(open(db))}
-        for unit, like in CUDA_ONLY_UNITS.items():
-            entry = commands.get(like)
-            if args.filter and not re.search(args.filter, os.path.join(repo, unit)):
-                continue
-            if entry is None or unit in commands:
-                continue  # no CUDA tests in this build, or a build with CUDA LibTorch compiled it above
-            command = (entry.get("command") or shlex.join(entry["arguments"])).replace(like, unit)
-            extra = [f"-D{CUDA_MACRO}=1", "-DFMT_HEADER_ONLY=1"] + [x for d in cuda for x in ("-isystem", d)]
-            jobs.append((unit + " [CUDA]", rewrite(command, headers, extra), entry["directory"]))
-            cuda_units += 1
+        command, directory = entries[like]
+        jobs.append((unit + " [CUDA]", rewrite(command.replace(like, unit), headers, cuda_flags), directory))
+        cuda_units += 1
     if not jobs:
         print("libtorch2 check: FAILED: no translation unit includes LibTorch (is the LibTorch layer configured?)")
         return 1
