@@ -8,12 +8,12 @@
 #include <memory>
 
 #include "core/debug/debug_model.hpp"
-#include "core/launcher_info.hpp"
 #include "core/local_rank_hint.hpp"
 #include "core/need_to_sync.hpp"
 #include "core/registry.hpp"
 #include "idist/error.hpp"
 #include "idist/logging.hpp"
+#include "launch/launcher_info.hpp"
 
 namespace idist {
 

@@ -44,8 +44,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/launcher_info.hpp"
 #include "idist/context.hpp"
+#include "launch/launcher_info.hpp"
 #include "store/store.hpp"
 
 namespace idist::rendezvous {

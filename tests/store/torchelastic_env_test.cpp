@@ -1,11 +1,11 @@
-// torchrun's variables: parsing (core/launcher_info.hpp), what discover() takes from them (node rank,
+// torchrun's variables: parsing (launch/launcher_info.hpp), what discover() takes from them (node rank,
 // number of nodes, the agent store) and the launcher line of show_config().
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "core/launcher_info.hpp"
 #include "idist/error.hpp"
+#include "launch/launcher_info.hpp"
 #include "rendezvous/discovery.hpp"
 
 namespace {

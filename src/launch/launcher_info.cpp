@@ -1,4 +1,4 @@
-#include "core/launcher_info.hpp"
+#include "launch/launcher_info.hpp"
 
 #include <charconv>
 
