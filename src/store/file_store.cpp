@@ -167,7 +167,6 @@ FileStore::~FileStore() {
 std::string FileStore::describe() const { return fmt::format("file://{}", path_); }
 
 std::string FileStore::key_path(const std::string& key) const {
-  validate_key(key, describe());
   auto name = encode_key(key);
   if (name.size() > kMaxFileName)
     throw ValueError(fmt::format("FileStore {}: key '{}' encodes to a {} byte file name, more than the limit of {}",
@@ -175,25 +174,23 @@ std::string FileStore::key_path(const std::string& key) const {
   return path_ + "/" + name;
 }
 
-void FileStore::set(const std::string& key, const std::vector<char>& data) {
-  const auto path = key_path(key);
-  validate_value(key, data.size(), describe());
-  write_file_atomic(path_, path, data, describe());
+void FileStore::do_set(const std::string& key, const std::vector<char>& data) {
+  write_file_atomic(path_, key_path(key), data, describe());
 }
 
-std::vector<char> FileStore::get(const std::string& key) {
+std::vector<char> FileStore::do_get(const std::string& key) {
   const auto path = key_path(key);
-  wait({key}, timeout_);
+  do_wait({key}, timeout_);
   return read_file(path, describe());
 }
 
-bool FileStore::check(const std::vector<std::string>& keys) {
+bool FileStore::do_check(const std::vector<std::string>& keys) {
   for (const auto& k : keys)
     if (!exists(key_path(k))) return false;
   return true;
 }
 
-void FileStore::wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) {
+void FileStore::do_wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
   std::vector<std::string> paths;
   for (const auto& k : keys) paths.push_back(key_path(k));
   const auto start = Clock::now();
@@ -211,8 +208,8 @@ void FileStore::wait(const std::vector<std::string>& keys, const std::chrono::mi
   }
 }
 
-std::int64_t FileStore::add(const std::string& key, std::int64_t delta) {
-  key_path(key);  // validates before taking the lock
+std::int64_t FileStore::do_add(const std::string& key, std::int64_t delta) {
+  key_path(key);  // a file name too long is refused before taking the lock
   FileLock lock(path_ + "/" + kLockName, Clock::now() + timeout_, describe());
   return add_locked(key, delta);
 }

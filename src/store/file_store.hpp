@@ -30,12 +30,6 @@ class FileStore final : public Store {
   FileStore(const FileStore&) = delete;
   FileStore& operator=(const FileStore&) = delete;
 
-  void set(const std::string& key, const std::vector<char>& data) override;
-  std::vector<char> get(const std::string& key) override;
-  using Store::wait;
-  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
-  std::int64_t add(const std::string& key, std::int64_t delta) override;
-  bool check(const std::vector<std::string>& keys) override;
   std::chrono::milliseconds timeout() const override { return timeout_; }
   std::string describe() const override;
 
@@ -43,6 +37,11 @@ class FileStore final : public Store {
   const std::string& path() const { return path_; }
 
  private:
+  void do_set(const std::string& key, const std::vector<char>& data) override;
+  std::vector<char> do_get(const std::string& key) override;
+  std::int64_t do_add(const std::string& key, std::int64_t delta) override;
+  bool do_check(const std::vector<std::string>& keys) override;
+  void do_wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override;
   std::string key_path(const std::string& key) const;
   std::int64_t add_locked(const std::string& key, std::int64_t delta);  // caller holds the lock
 

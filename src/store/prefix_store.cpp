@@ -21,29 +21,16 @@ std::vector<std::string> PrefixStore::join(const std::vector<std::string>& keys)
 
 std::string PrefixStore::describe() const { return fmt::format("prefix '{}/' of {}", prefix_, store_->describe()); }
 
-void PrefixStore::set(const std::string& key, const std::vector<char>& data) {
-  validate_key(key, describe());
-  store_->set(join(key), data);
-}
+void PrefixStore::do_set(const std::string& key, const std::vector<char>& data) { store_->set(join(key), data); }
 
-std::vector<char> PrefixStore::get(const std::string& key) {
-  validate_key(key, describe());
-  return store_->get(join(key));
-}
+std::vector<char> PrefixStore::do_get(const std::string& key) { return store_->get(join(key)); }
 
-void PrefixStore::wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) {
-  for (const auto& k : keys) validate_key(k, describe());
+void PrefixStore::do_wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
   store_->wait(join(keys), timeout);
 }
 
-std::int64_t PrefixStore::add(const std::string& key, std::int64_t delta) {
-  validate_key(key, describe());
-  return store_->add(join(key), delta);
-}
+std::int64_t PrefixStore::do_add(const std::string& key, std::int64_t delta) { return store_->add(join(key), delta); }
 
-bool PrefixStore::check(const std::vector<std::string>& keys) {
-  for (const auto& k : keys) validate_key(k, describe());
-  return store_->check(join(keys));
-}
+bool PrefixStore::do_check(const std::vector<std::string>& keys) { return store_->check(join(keys)); }
 
 }  // namespace idist::store

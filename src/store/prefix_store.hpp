@@ -21,14 +21,9 @@ class PrefixStore final : public Store {
   /// @throws ValueError for an empty prefix or a null store.
   PrefixStore(std::string prefix, std::shared_ptr<Store> store);
 
-  void set(const std::string& key, const std::vector<char>& data) override;
-  std::vector<char> get(const std::string& key) override;
-  using Store::wait;
-  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
-  std::int64_t add(const std::string& key, std::int64_t delta) override;
-  bool check(const std::vector<std::string>& keys) override;
   std::chrono::milliseconds timeout() const override { return store_->timeout(); }
   std::string describe() const override;
+  std::size_t max_value_bytes() const override { return store_->max_value_bytes(); }
 
   /// The prefix (without the trailing '/').
   const std::string& prefix() const { return prefix_; }
@@ -36,6 +31,13 @@ class PrefixStore final : public Store {
   const std::shared_ptr<Store>& underlying() const { return store_; }
 
  private:
+  // The underlying store's front door checks the prefixed keys (the prefix may push one past the limit).
+  void do_set(const std::string& key, const std::vector<char>& data) override;
+  std::vector<char> do_get(const std::string& key) override;
+  std::int64_t do_add(const std::string& key, std::int64_t delta) override;
+  bool do_check(const std::vector<std::string>& keys) override;
+  void do_wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override;
+
   std::string join(const std::string& key) const { return prefix_ + "/" + key; }
   std::vector<std::string> join(const std::vector<std::string>& keys) const;
 

@@ -8,6 +8,45 @@
 
 namespace idist::store {
 
+void Store::validate(std::span<const std::string> keys, std::size_t value_size) const {
+  for (const auto& key : keys) {
+    if (key.empty()) throw ValueError(fmt::format("{}: key should be a non-empty string, got ''", describe()));
+    if (key.size() > kMaxKeyBytes)
+      throw ValueError(fmt::format("{}: key '{}...' is {} bytes, more than the limit of {} bytes", describe(),
+                                   key.substr(0, 32), key.size(), kMaxKeyBytes));
+  }
+  if (value_size > max_value_bytes())
+    throw ValueError(fmt::format("{}: value of key '{}' is {} bytes, more than the limit of {} bytes", describe(),
+                                 keys.front(), value_size, max_value_bytes()));
+}
+
+void Store::set(const std::string& key, const std::vector<char>& data) {
+  validate({&key, 1}, data.size());
+  do_set(key, data);
+}
+
+std::vector<char> Store::get(const std::string& key) {
+  validate({&key, 1});
+  return do_get(key);
+}
+
+std::int64_t Store::add(const std::string& key, std::int64_t delta) {
+  validate({&key, 1});
+  return do_add(key, delta);
+}
+
+bool Store::check(const std::vector<std::string>& keys) {
+  validate(keys);
+  return keys.empty() || do_check(keys);
+}
+
+void Store::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
+  validate(keys);
+  if (timeout.count() < 0)
+    throw ValueError(fmt::format("{}: wait timeout should be >= 0, got {} ms", describe(), timeout.count()));
+  if (!keys.empty()) do_wait(keys, timeout);
+}
+
 void Store::set_string(const std::string& key, std::string_view value) {
   set(key, std::vector<char>(value.begin(), value.end()));
 }
@@ -15,19 +54,6 @@ void Store::set_string(const std::string& key, std::string_view value) {
 std::string Store::get_string(const std::string& key) {
   const auto v = get(key);
   return std::string(v.begin(), v.end());
-}
-
-void validate_key(const std::string& key, const std::string& where) {
-  if (key.empty()) throw ValueError(fmt::format("{}: key should be a non-empty string, got ''", where));
-  if (key.size() > kMaxKeyBytes)
-    throw ValueError(fmt::format("{}: key '{}...' is {} bytes, more than the limit of {} bytes", where,
-                                 key.substr(0, 32), key.size(), kMaxKeyBytes));
-}
-
-void validate_value(const std::string& key, std::size_t value_size, const std::string& where) {
-  if (value_size > kMaxValueBytes)
-    throw ValueError(fmt::format("{}: value of key '{}' is {} bytes, more than the limit of {} bytes", where, key,
-                                 value_size, kMaxValueBytes));
 }
 
 std::int64_t parse_counter(const std::string& key, const std::vector<char>& value, const std::string& where) {

@@ -108,9 +108,7 @@ std::vector<std::string> TCPStore::server_addresses() const {
 
 std::string TCPStore::describe() const { return fmt::format("tcp://{}:{}", host_, port_); }
 
-void TCPStore::set(const std::string& key, const std::vector<char>& data) {
-  validate_key(key, describe());
-  validate_value(key, data.size(), describe());
+void TCPStore::do_set(const std::string& key, const std::vector<char>& data) {
   detail::Writer w;
   w.str(key);
   w.bytes(data.data(), data.size());
@@ -145,8 +143,7 @@ namespace {
 }
 }  // namespace
 
-std::vector<char> TCPStore::get(const std::string& key) {
-  validate_key(key, describe());
+std::vector<char> TCPStore::do_get(const std::string& key) {
   detail::Writer w;
   w.u64(static_cast<std::uint64_t>(timeout_.count()));
   w.str(key);
@@ -160,11 +157,7 @@ std::vector<char> TCPStore::get(const std::string& key) {
   return value;
 }
 
-void TCPStore::wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) {
-  if (keys.empty()) return;
-  for (const auto& k : keys) validate_key(k, describe());
-  if (timeout.count() < 0)
-    throw ValueError(fmt::format("TCPStore {}: wait timeout should be >= 0, got {} ms", describe(), timeout.count()));
+void TCPStore::do_wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
   detail::Writer w;
   w.u64(static_cast<std::uint64_t>(timeout.count()));
   w.u32(static_cast<std::uint32_t>(keys.size()));
@@ -178,8 +171,7 @@ void TCPStore::wait(const std::vector<std::string>& keys, const std::chrono::mil
   if (r.status != Status::Ok || !r.payload.empty()) throw_unexpected(describe(), what, r);
 }
 
-std::int64_t TCPStore::add(const std::string& key, std::int64_t delta) {
-  validate_key(key, describe());
+std::int64_t TCPStore::do_add(const std::string& key, std::int64_t delta) {
   detail::Writer w;
   w.str(key);
   w.i64(delta);
@@ -191,8 +183,7 @@ std::int64_t TCPStore::add(const std::string& key, std::int64_t delta) {
   return value;
 }
 
-bool TCPStore::check(const std::vector<std::string>& keys) {
-  for (const auto& k : keys) validate_key(k, describe());
+bool TCPStore::do_check(const std::vector<std::string>& keys) {
   detail::Writer w;
   w.u32(static_cast<std::uint32_t>(keys.size()));
   for (const auto& k : keys) w.str(k);

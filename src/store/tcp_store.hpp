@@ -79,12 +79,6 @@ class TCPStore final : public Store {
   TCPStore(const TCPStore&) = delete;
   TCPStore& operator=(const TCPStore&) = delete;
 
-  void set(const std::string& key, const std::vector<char>& data) override;
-  std::vector<char> get(const std::string& key) override;
-  using Store::wait;
-  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
-  std::int64_t add(const std::string& key, std::int64_t delta) override;
-  bool check(const std::vector<std::string>& keys) override;
   std::chrono::milliseconds timeout() const override { return timeout_; }
   std::string describe() const override;
   /// The server (rank 0) closes at once in the destructor instead of waiting up to timeout() for the
@@ -107,6 +101,12 @@ class TCPStore final : public Store {
   void wait_for_workers(std::chrono::milliseconds timeout);
 
  private:
+  void do_set(const std::string& key, const std::vector<char>& data) override;
+  std::vector<char> do_get(const std::string& key) override;
+  std::int64_t do_add(const std::string& key, std::int64_t delta) override;
+  bool do_check(const std::vector<std::string>& keys) override;
+  void do_wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override;
+
   // JOIN: counts this client and announces its rank; throws ValueError when the rank is taken.
   void join(int rank);
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "idist/error.hpp"
+#include "launch/settings.hpp"
 #include "store/c10d/probe.hpp"
 
 namespace idist::store {
@@ -43,10 +44,7 @@ C10dStore::C10dStore(std::string host, int port, std::chrono::milliseconds timeo
   if (timeout_.count() <= 0)
     throw ValueError(fmt::format("{}: timeout should be positive, got {} ms", describe(), timeout_.count()));
   auto version = options.version;
-  if (!version) {
-    const char* env = std::getenv("IDIST_C10D_STORE_PROTOCOL");
-    version = c10d::parse_version_override(env ? env : "");
-  }
+  if (!version) version = c10d::parse_version_override(launch::c10d_store_protocol());
   const auto start = Clock::now();
   const auto deadline = start + timeout_;
   if (version) {
@@ -150,11 +148,7 @@ bool C10dStore::check_locked(const Call& call, const std::vector<std::string>& k
   throw BackendError(fmt::format("{}: unexpected reply {} to {}", describe(), int(reply), call.what));
 }
 
-void C10dStore::set(const std::string& key, const std::vector<char>& data) {
-  validate_key(key, describe());
-  if (data.size() > c10d::kMaxValueBytes)
-    throw ValueError(fmt::format("{}: value of key '{}' is {} bytes, more than the {} bytes a c10d TCPStore takes",
-                                 describe(), key, data.size(), c10d::kMaxValueBytes));
+void C10dStore::do_set(const std::string& key, const std::vector<char>& data) {
   std::lock_guard lock(mutex_);
   const auto start = Clock::now();
   const Call call{start, start + timeout_, fmt::format("set('{}')", key)};
@@ -164,8 +158,8 @@ void C10dStore::set(const std::string& key, const std::vector<char>& data) {
     throw BackendError(fmt::format("{}: key '{}' is missing right after {}", describe(), key, call.what));
 }
 
-std::vector<char> C10dStore::get(const std::string& key) {
-  wait({key}, timeout_);
+std::vector<char> C10dStore::do_get(const std::string& key) {
+  do_wait({key}, timeout_);
   std::lock_guard lock(mutex_);
   const auto start = Clock::now();
   const Call call{start, start + timeout_, fmt::format("get('{}')", key)};
@@ -173,8 +167,7 @@ std::vector<char> C10dStore::get(const std::string& key) {
   return receive_value(call);
 }
 
-std::int64_t C10dStore::add(const std::string& key, std::int64_t delta) {
-  validate_key(key, describe());
+std::int64_t C10dStore::do_add(const std::string& key, std::int64_t delta) {
   std::lock_guard lock(mutex_);
   const auto start = Clock::now();
   const Call call{start, start + timeout_, fmt::format("add('{}', {})", key, delta)};
@@ -200,9 +193,7 @@ std::int64_t C10dStore::add(const std::string& key, std::int64_t delta) {
   }
 }
 
-bool C10dStore::check(const std::vector<std::string>& keys) {
-  if (keys.empty()) return true;
-  for (const auto& k : keys) validate_key(k, describe());
+bool C10dStore::do_check(const std::vector<std::string>& keys) {
   std::lock_guard lock(mutex_);
   const auto start = Clock::now();
   return check_locked({start, start + timeout_, fmt::format("check({})", quote_keys(keys))}, keys);
@@ -219,11 +210,7 @@ std::vector<std::string> C10dStore::missing_keys(const std::vector<std::string>&
   return missing;
 }
 
-void C10dStore::wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) {
-  if (keys.empty()) return;
-  for (const auto& k : keys) validate_key(k, describe());
-  if (timeout.count() < 0)
-    throw ValueError(fmt::format("{}: wait timeout should be >= 0, got {} ms", describe(), timeout.count()));
+void C10dStore::do_wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
   std::lock_guard lock(mutex_);
   const auto start = Clock::now();
   const Call call{start, start + timeout, fmt::format("wait for {}", quote_keys(keys))};

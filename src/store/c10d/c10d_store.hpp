@@ -59,21 +59,23 @@ class C10dStore final : public Store {
   C10dStore(const C10dStore&) = delete;
   C10dStore& operator=(const C10dStore&) = delete;
 
-  void set(const std::string& key, const std::vector<char>& data) override;
-  std::vector<char> get(const std::string& key) override;
-  std::int64_t add(const std::string& key, std::int64_t delta) override;
-  bool check(const std::vector<std::string>& keys) override;
-  using Store::wait;
-  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
   std::chrono::milliseconds timeout() const override { return timeout_; }
   /// "<label> tcp://host:port".
   std::string describe() const override;
+  /// c10d::kMaxValueBytes: what torch 2.x's libuv server takes.
+  std::size_t max_value_bytes() const override { return c10d::kMaxValueBytes; }
 
   /// The protocol in use.
   c10d::Version version() const { return version_; }
 
  private:
   using Clock = c10d::Clock;
+
+  void do_set(const std::string& key, const std::vector<char>& data) override;
+  std::vector<char> do_get(const std::string& key) override;
+  std::int64_t do_add(const std::string& key, std::int64_t delta) override;
+  bool do_check(const std::vector<std::string>& keys) override;
+  void do_wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override;
   struct Call;  // one call's deadline, start and name
 
   std::unique_ptr<c10d::Connection> connect_raw(Clock::time_point deadline, Clock::time_point start);
