@@ -3,11 +3,13 @@
 # workers, the Fashion-MNIST example with gloo, one scenario per call:
 #   torchrun_elastic.sh static     static rendezvous (--nnodes 2 --node_rank K --master_addr host1): trains, exit 0
 #   torchrun_elastic.sh kill       c10d rendezvous, --nnodes 1:2: host 2's agent and workers SIGKILLed after a
-#                                  mid-epoch checkpoint; host 1 finishes alone (world 2) from that checkpoint
+#                                  mid-epoch checkpoint; host 1 finishes alone (world 2) from that checkpoint and
+#                                  ends with the weights of a fault-free world-2 run from a copy of that checkpoint
 #   torchrun_elastic.sh partition  the same with host 2's link taken down instead
 #   torchrun_elastic.sh worker     one worker of host 2 killed, both hosts alive: every worker restarts at world 4
 #                                  from the checkpoint of the kill and ends with an uninterrupted run's weights digest
-#   torchrun_elastic.sh rejoin     as kill, then host 2 starts again and joins: training continues at world 4
+#   torchrun_elastic.sh rejoin     as kill, then host 2 starts again and joins: training continues at world 4 and
+#                                  ends with the weights of a fault-free world-4 run from the checkpoint it resumed
 # Each host has its own checkpoint directory (the hosts share this machine's file system, so a shared one would
 # hide a rank that reads another host's files). Every scenario checks exit codes, the world size the job resumed
 # at and the checkpoint it resumed from, and prints its recovery timings ("elastic-timing: ..."; appended as JSON
@@ -17,6 +19,8 @@
 # shorter than torchrun's 1 s state poll lets a rejoining agent miss the round; see docs/fault-tolerance.md).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+# digest_of, keep_checkpoint, check_reference, same_digest: the resumed state against a fault-free reference.
+source "$(dirname "${BASH_SOURCE[0]}")/digest.sh"
 
 scenario=${1:?usage: torchrun_elastic.sh static|kill|partition|worker|rejoin}
 example="$IDIST_BUILD_DIR/examples/fashion_mnist/fashion_mnist"
@@ -56,17 +60,17 @@ fail() {
   exit 1
 }
 
-# start_agent NAME K static|c10d PORT: torchrun on host K (output in $LOGS/NAME.hostK, checkpoints in
-# $LOGS/NAME.ckptK); its pid in AGENT[K].
+# start_agent NAME K static|c10d|alone PORT: torchrun on host K (output in $LOGS/NAME.hostK, checkpoints in
+# $LOGS/NAME.ckptK); its pid in AGENT[K]. alone: c10d with host 1 as the only node and no restart (a reference).
 declare -A AGENT
 start_agent() {
   local name=$1 k=$2 mode=$3 port=$4 rdzv
-  if [ "$mode" = static ]; then
-    rdzv=(--nnodes 2 --node_rank $((k - 1)) --master_addr "$h1" --master_port "$port")
-  else
-    rdzv=(--rdzv_backend c10d --rdzv_endpoint "$h1:$port" --rdzv_id "$name" --nnodes 1:2 --max_restarts 3
-      --rdzv_conf "$rdzv_conf")
-  fi
+  case $mode in
+    static) rdzv=(--nnodes 2 --node_rank $((k - 1)) --master_addr "$h1" --master_port "$port") ;;
+    c10d) rdzv=(--rdzv_backend c10d --rdzv_endpoint "$h1:$port" --rdzv_id "$name" --nnodes 1:2 --max_restarts 3
+      --rdzv_conf "$rdzv_conf") ;;
+    alone) rdzv=(--rdzv_backend c10d --rdzv_endpoint "$h1:$port" --rdzv_id "$name" --nnodes 1 --max_restarts 0) ;;
+  esac
   mkdir -p "$LOGS/$name.ckpt$k"
   start_on "$k" "$LOGS/$name.host$k" 300 env OMP_NUM_THREADS=1 "$torchrun" -r 1 -t 1 --log_dir "$LOGS/$name.torchrun$k" \
     --nproc_per_node 2 --monitor_interval 1 "${rdzv[@]}" --no_python "$example" "${train_args[@]}" \
@@ -142,12 +146,28 @@ check_resume() {
     fail "$name: the resumed run is not at world size $world"
   if [ -z "$nth" ]; then  # the job has ended: its summary line
     json=$(grep '"world_size"' "$log" | tail -n 1 || true)
-    [[ $json == *"\"world_size\": $world,"* ]] || fail "$name: the job did not end at world size $world: $json"
+    [[ $json == *"\"world_size\": $world,"* && $json == *"\"resumed_iteration\": $iteration,"* ]] ||
+      fail "$name: the job did not end at world size $world resumed from $iteration: $json"
   fi
   log "$name: resumed from checkpoint_$iteration.pt at world size $world: ${line#*: }"
 }
 
-digest_of() { grep -o '"weights_digest": "[0-9a-f]*"' "$1" | tail -n 1 | cut -d'"' -f4; }
+# reference NAME ITERATION WORLD: the fault-free run from $LOGS/NAME.kept (the kept checkpoint_<ITERATION>.pt, the
+# one NAME resumed from last) at WORLD ranks (2: host 1 alone; 4: both hosts) must end with NAME's weights digest.
+reference() {
+  local name=$1 iteration=$2 world=$3 ref=$1-reference
+  mkdir -p "$LOGS/$ref.ckpt1"
+  cp "$LOGS/$name.kept/checkpoint_$iteration.pt" "$LOGS/$ref.ckpt1/"
+  if [ "$world" -eq 2 ]; then
+    start_agent "$ref" 1 alone "$(free_port)"
+  else
+    start_c10d "$ref"
+    expect_exit "host 2's torchrun ($ref)" "${AGENT[2]}" 0
+  fi
+  expect_exit "host 1's torchrun ($ref)" "${AGENT[1]}" 0
+  check_reference "$LOGS/$ref.host1" "$LOGS/$ref.ckpt1" "$iteration" "$world"
+  same_digest "$name" "$LOGS/$name.host1" "$LOGS/$ref.host1" "$iteration"
+}
 
 # timings NAME T_FAULT T_GONE AFTER...: the restarted attempt's --print-timing lines (first_step after T_FAULT)
 # in the given logs give: its workers' start (earliest), their first step (rank 0's), and the slowest
@@ -229,6 +249,7 @@ run_lost_host() {  # kill | partition
   [ "$name" = partition ] && how="link"
   start_c10d "$name"
   lose_host_2 "$name" "$how"
+  keep_checkpoint "$LOGS/$name.ckpt1" "$AT_FAULT" "$LOGS/$name.kept"
   expect_exit "host 1's torchrun" "${AGENT[1]}" 0
   if [ "$how" = kill ]; then
     expect_exit "host 2's torchrun (SIGKILLed)" "${AGENT[2]}" 137
@@ -241,6 +262,7 @@ run_lost_host() {  # kill | partition
   fi
   check_resume "$name" "$AT_FAULT" 2
   timings "$name" "$T_FAULT" "$T_GONE" "$LOGS/$name.host1"
+  reference "$name" "$AT_FAULT" 2
 }
 
 run_worker() {
@@ -301,10 +323,12 @@ run_rejoin() {
   AT_FAULT=$(newest_checkpoint "$LOGS/rejoin.ckpt1")
   log "rejoin: host 2 back; host 1's world-2 workers stopped $(calc "$T_GONE - $T_FAULT") s later, at checkpoint $AT_FAULT"
   [ "$AT_FAULT" -ge "$scale_down" ] || fail "rejoin: the newest checkpoint $AT_FAULT is older than $scale_down"
+  keep_checkpoint "$LOGS/rejoin.ckpt1" "$AT_FAULT" "$LOGS/rejoin.kept"
   expect_exit "host 2's new torchrun" "${AGENT[2]}" 0
   expect_exit "host 1's torchrun" "${AGENT[1]}" 0
   check_resume rejoin "$AT_FAULT" 4
   timings rejoin "$T_FAULT" "$T_GONE" "$LOGS/rejoin.host1" "$LOGS/rejoin.host2"
+  reference rejoin "$AT_FAULT" 4
 }
 
 case $scenario in
