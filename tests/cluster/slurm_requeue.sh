@@ -5,10 +5,13 @@
 # slurmstepd, the tasks) is SIGKILLed and the node is set DOWN, as a health check or an administrator does
 # (SLURM itself would notice after SlurmdTimeout). SLURM requeues the job; it runs again on host 1 and
 # resumes from the newest checkpoint. Checks: the job ends COMPLETED after one restart, its second attempt
-# ran on host 1 and resumed from the checkpoint the first attempt wrote last, and it finished training.
+# ran on host 1 and resumed from the checkpoint the first attempt wrote last, and it finished training with
+# the weights of a fault-free job (no requeue) of the same size that starts from a copy of that checkpoint.
 # Prints "requeue-timing: ..." (fault -> requeued attempt started -> its first step).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+# digest_of, keep_checkpoint, check_reference, same_digest: the resumed state against a fault-free reference.
+source "$(dirname "${BASH_SOURCE[0]}")/digest.sh"
 
 example="$IDIST_BUILD_DIR/examples/fashion_mnist/fashion_mnist"
 SLURM="$IDIST_SOURCE_DIR/scripts/slurm-cluster.sh"
@@ -31,7 +34,10 @@ h2=$(host_name 2)
 
 fail() {
   log "FAILED: $*"
-  [ -f "$LOGS/requeue.out" ] && { echo "----- job output (last 40 lines)"; tail -n 40 "$LOGS/requeue.out"; }
+  local f
+  for f in "$LOGS"/*.out; do
+    [ -f "$f" ] && { echo "----- $f (last 40 lines)"; tail -n 40 "$f"; }
+  done
   exit 1
 }
 in_slurm() { timeout 20 "$CLUSTER" run 1 "$@"; }
@@ -47,21 +53,25 @@ wait_until() {
   done
 }
 
-ckpt="$LOGS/ckpt"
-mkdir -p "$ckpt"
-# 800 steps (2 epochs of 400 at world 2, global batch 64), a checkpoint every 50 steps.
-cat >"$LOGS/requeue.sbatch" <<EOF
+# write_job NAME CKPT_DIR --requeue|--no-requeue: $LOGS/NAME.sbatch, output in $LOGS/NAME.out. 800 steps (2
+# epochs of 400 at world 2, global batch 64), a checkpoint every 50 steps.
+write_job() {
+  cat >"$LOGS/$1.sbatch" <<EOF
 #!/bin/bash
-#SBATCH --job-name=requeue
+#SBATCH --job-name=$1
 #SBATCH --nodes=1
 #SBATCH --ntasks-per-node=2
-#SBATCH --requeue
+#SBATCH $3
 #SBATCH --open-mode=append
-#SBATCH --output=$LOGS/requeue.out
+#SBATCH --output=$LOGS/$1.out
 echo "attempt \${SLURM_RESTART_COUNT:-0} on \$(hostname) at \$(date +%s.%N)"
 srun --kill-on-bad-exit=1 $example --backend gloo --limit 25600 --epochs 2 --timeout 30 --seed 3 \\
-  --checkpoint-dir $ckpt --checkpoint-every-steps 50 --auto-resume --print-timing
+  --checkpoint-dir $2 --checkpoint-every-steps 50 --auto-resume --print-timing
 EOF
+}
+ckpt="$LOGS/ckpt"
+mkdir -p "$ckpt"
+write_job requeue "$ckpt" --requeue
 
 in_slurm scontrol update NodeName="$h1" State=DRAIN Reason=requeue-test >/dev/null
 job=$(in_slurm sbatch --parsable "$LOGS/requeue.sbatch" | cut -d';' -f1)
@@ -79,6 +89,7 @@ kill -KILL $victims
 in_slurm scontrol update NodeName="$h2" State=DOWN Reason=lost >/dev/null
 at_fault=$(find "$ckpt" -name 'checkpoint_*.pt' -printf '%f\n' | sed 's/checkpoint_\([0-9]*\)\.pt/\1/' | sort -n | tail -n 1)
 log "host 2 lost at checkpoint $at_fault (killed: $(wc -w <<<"$victims") processes); node set DOWN"
+keep_checkpoint "$ckpt" "$at_fault" "$LOGS/reference-ckpt"
 
 # The job's way back, for the log: each change of its state, reason and eligible time.
 last=""
@@ -109,4 +120,14 @@ t_first=$(grep "fashion_mnist: timing: rank 0:" "$LOGS/requeue.out" | awk '{ pri
 [ -n "$t_first" ] || fail "no --print-timing line of the requeued attempt"
 echo "requeue-timing: fault_to_requeued_start_s=$(calc "$t_attempt - $t_fault") fault_to_first_step_s=$(calc "$t_first - $t_fault")"
 log "requeued job $job resumed from checkpoint_$at_fault.pt on $h1 and completed"
+
+# The fault-free reference: the same job without requeue, from the kept copy of checkpoint_<at_fault>.pt, on
+# host 1 (host 2 is DOWN) with the same 2 tasks.
+write_job reference "$LOGS/reference-ckpt" --no-requeue
+ref=$(in_slurm sbatch --parsable "$LOGS/reference.sbatch" | cut -d';' -f1)
+[[ $ref =~ ^[0-9]+$ ]] || fail "sbatch gave no job id for the reference: $ref"
+state=$("$SLURM" wait-job "$ref" 180 || true)
+[ "$state" = COMPLETED ] || fail "the reference job $ref ended $state, expected COMPLETED"
+check_reference "$LOGS/reference.out" "$LOGS/reference-ckpt" "$at_fault" 2
+same_digest requeue "$LOGS/requeue.out" "$LOGS/reference.out" "$at_fault"
 finish
