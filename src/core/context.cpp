@@ -13,6 +13,7 @@
 #include "core/registry.hpp"
 #include "idist/error.hpp"
 #include "idist/logging.hpp"
+#include "launch/environment.hpp"
 #include "launch/launcher_info.hpp"
 
 namespace idist {
@@ -183,7 +184,7 @@ void show_config() {
   line("node rank", m.node_rank());
   if (const auto where = m.network_interface()) line("network interface", *where);
   const auto backend = m.backend();
-  line("launcher", core::describe_launcher(core::environment(), backend == "gloo" || backend == "nccl"));
+  line("launcher", launch::describe_launcher(launch::snapshot(), backend == "gloo" || backend == "nccl"));
 }
 
 }  // namespace idist

@@ -4,11 +4,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
-#include <cstdlib>
 #include <string>
 
 #include "idist/error.hpp"
 #include "idist/logging.hpp"
+#include "launch/settings.hpp"
 
 namespace idist {
 
@@ -46,13 +46,7 @@ void set_log_level(std::optional<LogLevel> level) noexcept {
 LogLevel log_level() {
   if (const int set = g_set_level.load(std::memory_order_relaxed)) return LogLevel(set);
   // Read at each use (lines are rare), so a program may still set the variable before it logs.
-  const char* env = std::getenv("IDIST_LOG_LEVEL");
-  if (!env || !*env) return LogLevel::Info;
-  try {
-    return parse_log_level(env);
-  } catch (const ValueError&) {
-    throw ValueError(fmt::format("IDIST_LOG_LEVEL should be one of {} (any case), but given '{}'", kAccepted, env));
-  }
+  return launch::log_level().value_or(LogLevel::Info);
 }
 
 }  // namespace idist

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -22,6 +21,7 @@
 #include "gloo/peer_diagnosis.hpp"
 #include "gloo/tcp_device.hpp"
 #include "idist/error.hpp"
+#include "launch/settings.hpp"
 #include "store/prefix_store.hpp"
 #include "store/store_monitored_barrier.hpp"
 #include "store/store_progress_board.hpp"
@@ -32,19 +32,12 @@ namespace {
 
 using rendezvous::describe_rank;
 
-bool read_bcube_choice() {
-  const char* v = std::getenv("IDIST_GLOO_ALLREDUCE");
-  if (!v || !*v || std::strcmp(v, "ring") == 0) return false;
-  if (std::strcmp(v, "bcube") == 0) return true;
-  throw ValueError(fmt::format("IDIST_GLOO_ALLREDUCE should be 'ring' or 'bcube', but given '{}'", v));
-}
-
 }  // namespace
 
 GlooModel::GlooModel(const InitOptions& opts) : ComputationModel(opts.timeout) {
   rendezvous::WorldInfo info = rendezvous::discover(opts);
   set_layout(info.layout());  // provisional until exchange_topology()
-  use_bcube_ = read_bcube_choice();
+  use_bcube_ = launch::gloo_allreduce_bcube();
   env_ = rendezvous::EnvOverride(info);
   try {
     store_ = rendezvous::open_store(opts, info);

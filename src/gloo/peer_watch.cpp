@@ -3,14 +3,12 @@
 #include <pthread.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
-#include <regex>
 
 #include <fmt/format.h>
 
 #include "gloo/peer_diagnosis.hpp"
 #include "idist/error.hpp"
+#include "launch/settings.hpp"
 
 namespace idist::gloo_backend {
 namespace {
@@ -22,20 +20,10 @@ constexpr auto kTick = std::chrono::milliseconds(50);
 }  // namespace
 
 std::optional<PeerWatch::Settings> PeerWatch::from_env() {
-  const char* v = std::getenv("IDIST_GLOO_PEER_WATCH");
-  if (v == nullptr || *v == '\0' || std::strcmp(v, "1") == 0 || std::strcmp(v, "on") == 0) return Settings{};
-  if (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0) return std::nullopt;
-  static const std::regex form(R"(([0-9]{1,6}),([0-9]{1,6}),([0-9]{1,3}))");
-  std::cmatch m;
-  if (std::regex_match(v, m, form)) {
-    Settings s{std::chrono::milliseconds(std::stol(m[1].str())), std::chrono::milliseconds(std::stol(m[2].str())),
-               std::stoi(m[3].str())};
-    if (s.probe_timeout.count() > 0 && s.rounds > 0) return s;
-  }
-  throw ValueError(
-      fmt::format("IDIST_GLOO_PEER_WATCH should be 'on', 'off' or 'DELAY_MS,PROBE_MS,ROUNDS' (probe time and rounds "
-                  "positive), but given '{}'",
-                  v));
+  const launch::PeerWatchSetting set = launch::gloo_peer_watch();
+  if (!set.on) return std::nullopt;
+  if (!set.times) return Settings{};
+  return Settings{set.times->delay, set.times->probe_timeout, set.times->rounds};
 }
 
 PeerWatch::PeerWatch(Settings settings) : settings_(settings) {}

@@ -5,31 +5,21 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <exception>
-#include <regex>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "idist/error.hpp"
+#include "launch/settings.hpp"
 
 namespace idist::gloo_backend {
 
 std::optional<int> loop_nice_from_env(int nnodes) {
-  const char* v = std::getenv("IDIST_GLOO_LOOP_NICE");
-  if (v == nullptr || *v == '\0') return nnodes == 1 ? std::optional<int>(kDefaultLoopNice) : std::nullopt;
-  if (std::strcmp(v, "off") == 0 || std::strcmp(v, "0") == 0) return std::nullopt;
-  static const std::regex form("[0-9]{1,2}");
-  if (std::regex_match(v, form)) {
-    const int nice = std::atoi(v);
-    if (nice >= 1 && nice <= 19) return nice;
-  }
-  throw ValueError(
-      fmt::format("IDIST_GLOO_LOOP_NICE should be a nice value from 1 to 19, or 'off' (or 0) to leave Gloo's "
-                  "transport thread at the caller's priority, but given '{}'",
-                  v));
+  const std::optional<int> nice = launch::gloo_loop_nice();
+  if (!nice) return nnodes == 1 ? std::optional<int>(kDefaultLoopNice) : std::nullopt;
+  if (*nice == 0) return std::nullopt;  // "off"
+  return nice;
 }
 
 std::shared_ptr<gloo::transport::Device> make_tcp_device(const rendezvous::InterfaceChoice& where,

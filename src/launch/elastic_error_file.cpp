@@ -5,7 +5,6 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -16,15 +15,14 @@
 #include "idist/context.hpp"
 #include "idist/elastic.hpp"
 #include "idist/launcher.hpp"
+#include "launch/environment.hpp"
+#include "launch/launcher_env.hpp"
 
 namespace idist::elastic {
 
 namespace {
 
-std::string env_or(const char* name, const char* fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : fallback;
-}
+std::string env_or(const char* name, const char* fallback) { return launch::read_nonempty(name).value_or(fallback); }
 
 // Writes all of `text` to a new file at `tmp`, flushed to disk. Returns the failure, or "".
 std::string write_synced(const std::string& tmp, const std::string& text) {
@@ -62,11 +60,7 @@ std::string error_json(std::string_view type, std::string_view what) {
 
 }  // namespace
 
-std::optional<std::string> error_file_path() {
-  const char* path = std::getenv("TORCHELASTIC_ERROR_FILE");
-  if (!path || !*path) return std::nullopt;
-  return std::string(path);
-}
+std::optional<std::string> error_file_path() { return launch::error_file(); }
 
 std::optional<std::string> record_error(std::string_view type, std::string_view message) {
   const auto path = error_file_path();

@@ -6,9 +6,7 @@
 
 #include "idist/error.hpp"
 
-extern char** environ;
-
-namespace idist::core {
+namespace idist::launch {
 
 namespace {
 
@@ -28,16 +26,6 @@ std::optional<int> count(const std::map<std::string, std::string>& env, const st
 }
 
 }  // namespace
-
-std::map<std::string, std::string> environment() {
-  std::map<std::string, std::string> env;
-  for (char** e = ::environ; e && *e; ++e) {
-    const std::string entry(*e);
-    const auto eq = entry.find('=');
-    if (eq != std::string::npos) env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
-  }
-  return env;
-}
 
 std::optional<TorchElasticVars> torchelastic_vars(const std::map<std::string, std::string>& env) {
   const auto* run_id = find(env, "TORCHELASTIC_RUN_ID");
@@ -88,4 +76,4 @@ std::string describe_launcher(const std::map<std::string, std::string>& env, boo
   return "none (a single process)";
 }
 
-}  // namespace idist::core
+}  // namespace idist::launch

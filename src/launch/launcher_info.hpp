@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-namespace idist::core {
+namespace idist::launch {
 
 /// What torchrun (torch.distributed.elastic's agent) tells its workers.
 struct TorchElasticVars {
@@ -36,7 +36,4 @@ std::string agent_store_prefix(const TorchElasticVars& vars);
 /// named in the line.
 std::string describe_launcher(const std::map<std::string, std::string>& env, bool rendezvous);
 
-/// A copy of this process's environment.
-std::map<std::string, std::string> environment();
-
-}  // namespace idist::core
+}  // namespace idist::launch

@@ -3,9 +3,10 @@
 #include "launcher/argument_checks.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include <fmt/format.h>
+
+#include "launch/launcher_env.hpp"
 
 namespace idist {
 
@@ -94,23 +95,8 @@ void check_spawn_options(std::string_view backend, const SpawnOptions& opts) {
 }
 
 SpawnOptions with_master_defaults(SpawnOptions opts) {
-  if (!opts.master_addr) {
-    const char* addr = std::getenv("MASTER_ADDR");
-    opts.master_addr = addr && *addr ? addr : "127.0.0.1";
-  }
-  if (!opts.master_port) {
-    const char* port = std::getenv("MASTER_PORT");
-    if (!port || !*port) {
-      opts.master_port = 2222;
-    } else {
-      char* end = nullptr;
-      const long value = std::strtol(port, &end, 10);
-      if (*end != '\0' || value < 1 || value > 65535)
-        throw ValueError(fmt::format(
-            "spawn: the environment variable MASTER_PORT should be a port in [1, 65535], but given '{}'", port));
-      opts.master_port = int(value);
-    }
-  }
+  if (!opts.master_addr) opts.master_addr = launch::spawn_master_addr();
+  if (!opts.master_port) opts.master_port = launch::spawn_master_port();
   return opts;
 }
 

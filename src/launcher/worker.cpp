@@ -22,6 +22,8 @@
 #include "idist/context.hpp"
 #include "idist/error.hpp"
 #include "idist/launcher.hpp"
+#include "launch/launcher_env.hpp"
+#include "launch/settings.hpp"
 
 namespace idist::launcher {
 
@@ -48,7 +50,7 @@ void flush_all() {
 // is not enough for this process, so also call omp_set_num_threads when an OpenMP runtime is present
 // (LibTorch's CPU kernels use its default team size).
 void limit_threads(int n) {
-  if (std::getenv("OMP_NUM_THREADS")) return;  // the user's choice wins
+  if (launch::omp_num_threads_set()) return;  // the user's choice wins
   ::setenv("OMP_NUM_THREADS", std::to_string(n).c_str(), 1);
   using SetNumThreads = void (*)(int);
   if (auto set = reinterpret_cast<SetNumThreads>(::dlsym(RTLD_DEFAULT, "omp_set_num_threads"))) set(n);
@@ -89,16 +91,12 @@ std::vector<int> cpu_share(const std::vector<int>& allowed, int local_rank, int 
 }
 
 bool binds_cores(bool requested) {
-  const char* env = std::getenv("IDIST_SPAWN_BIND");
-  if (env == nullptr || *env == '\0') return requested;
-  const std::string_view v(env);
-  if (v != "0" && v != "1")
-    throw ValueError(fmt::format("IDIST_SPAWN_BIND is '{}'; expected 0 (workers not pinned) or 1", v));
-  return requested && v == "1";
+  const std::optional<bool> bind = launch::spawn_bind();
+  return requested && bind.value_or(true);
 }
 
 std::string store_token(int nnodes) {
-  if (const char* set = std::getenv("IDIST_STORE_TOKEN"); set && *set) return set;
+  if (auto set = launch::store_token(); set && !set->empty()) return *set;
   if (nnodes > 1) return {};
   unsigned char raw[16] = {};
   std::FILE* f = std::fopen("/dev/urandom", "rb");

@@ -12,77 +12,30 @@
 
 #include "core/backend_factories.hpp"
 #include "idist/error.hpp"
+#include "launch/launcher_env.hpp"
+#include "launch/settings.hpp"
 #include "mpi/mpi_error.hpp"
 #include "mpi/mpi_model.hpp"
 
 namespace idist::mpi_backend {
 
-namespace {
-// An integer of at least `min` (0 or 1) from the environment variable `name`, else `fallback` (unset
-// or empty). @throws ValueError naming the variable and the value otherwise.
-long long integer_from_env(const char* name, long long min, long long fallback) {
-  const char* s = std::getenv(name);
-  if (!s || !*s) return fallback;
-  char* end = nullptr;
-  const long long v = std::strtoll(s, &end, 10);
-  if (*end != '\0' || v < min)
-    throw ValueError(
-        fmt::format("{} should be a {} integer, but given '{}'", name, min > 0 ? "positive" : "non-negative", s));
-  return v;
-}
-}  // namespace
+std::size_t max_count_from_env() { return launch::mpi_max_count().value_or(std::size_t(INT_MAX)); }
 
-std::size_t max_count_from_env() {
-  return std::size_t(std::min<long long>(integer_from_env("IDIST_MPI_MAX_COUNT", 1, INT_MAX), INT_MAX));
-}
+std::optional<bool> blocking_from_env() { return launch::mpi_blocking(); }
 
-std::optional<bool> blocking_from_env() {
-  const char* s = std::getenv("IDIST_MPI_BLOCKING");
-  if (!s || !*s) return std::nullopt;
-  const std::string v(s);
-  if (v == "1") return true;
-  if (v == "0") return false;
-  throw ValueError(fmt::format("IDIST_MPI_BLOCKING should be 0 or 1, but given '{}'", v));
-}
-
-std::optional<bool> progress_thread_from_env() {
-  const char* s = std::getenv("IDIST_MPI_PROGRESS_THREAD");
-  if (!s || !*s) return std::nullopt;
-  const std::string v(s);
-  if (v == "1") return true;
-  if (v == "0") return false;
-  if (v == "auto") return std::nullopt;
-  throw ValueError(fmt::format("IDIST_MPI_PROGRESS_THREAD should be 0, 1 or auto, but given '{}'", v));
-}
+std::optional<bool> progress_thread_from_env() { return launch::mpi_progress_thread(); }
 
 std::size_t progress_chunk_from_env() {
-  return std::size_t(
-      integer_from_env("IDIST_MPI_PROGRESS_CHUNK_BYTES", 0, (long long)MpiSettings{}.progress_chunk_bytes));
+  return launch::mpi_progress_chunk_bytes().value_or(MpiSettings{}.progress_chunk_bytes);
 }
 
-std::optional<std::size_t> blocking_chunk_from_env() {
-  const long long v = integer_from_env("IDIST_MPI_BLOCKING_CHUNK_BYTES", 0, /*fallback: unset*/ -1);
-  if (v < 0) return std::nullopt;
-  return std::size_t(v);
-}
+std::optional<std::size_t> blocking_chunk_from_env() { return launch::mpi_blocking_chunk_bytes(); }
 
 std::chrono::microseconds progress_interval_from_env() {
-  return std::chrono::microseconds(
-      integer_from_env("IDIST_MPI_PROGRESS_INTERVAL_US", 1, MpiSettings{}.progress_interval.count()));
+  return launch::mpi_progress_interval().value_or(MpiSettings{}.progress_interval);
 }
 
 namespace {
-// The world size a launcher announces before MPI_Init (mpirun, srun, MPICH's PMI), or 0.
-int launcher_world_size() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "PMI_SIZE"}) {
-    const char* s = std::getenv(name);
-    if (!s || !*s) continue;
-    char* end = nullptr;
-    const long v = std::strtol(s, &end, 10);
-    if (*end == '\0' && v > 0 && v <= INT_MAX) return int(v);
-  }
-  return 0;
-}
 
 // Open MPI's non-blocking all-reduce (libnbc) takes its binomial tree for every in-place call and
 // for fewer than 4 ranks: a reduce, then a broadcast, so the whole buffer crosses the link twice,
@@ -91,7 +44,7 @@ int launcher_world_size() {
 // all-reduce across hosts (docs/performance.md, "Figures behind the defaults"). Set before
 // MPI_Init, when idist starts MPI, never over the user's own choice (0 restores Open MPI's).
 void prefer_ring_iallreduce() {
-  const int world = launcher_world_size();
+  const int world = launch::launcher_world_size();
   if (world == 2 || world == 3) ::setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", /*overwrite=*/0);
 }
 

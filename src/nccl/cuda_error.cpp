@@ -1,10 +1,11 @@
 #include "nccl/cuda_error.hpp"
 
-#include <cstdlib>
+#include <string>
 
 #include <fmt/format.h>
 
 #include "idist/error.hpp"
+#include "launch/launcher_env.hpp"
 
 namespace idist::nccl_backend {
 
@@ -36,8 +37,8 @@ int require_cuda_device() {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err == cudaSuccess && count > 0) return count;
-  const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
-  const std::optional<std::string_view> visible = env ? std::optional<std::string_view>(env) : std::nullopt;
+  const std::optional<std::string> env = launch::cuda_visible_devices();
+  const std::optional<std::string_view> visible = env ? std::optional<std::string_view>(*env) : std::nullopt;
   if (err != cudaSuccess) {
     (void)cudaGetLastError();  // leave no error behind for the caller's own CUDA calls
     throw BackendError(no_device_message(std::string(cudaGetErrorName(err)) + ": " + cudaGetErrorString(err), visible));

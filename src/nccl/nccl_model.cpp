@@ -5,7 +5,6 @@
 #include <nccl.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -13,6 +12,8 @@
 
 #include "core/backend_factories.hpp"
 #include "idist/error.hpp"
+#include "launch/launcher_env.hpp"
+#include "launch/settings.hpp"
 #include "nccl/cuda_error.hpp"
 #include "nccl/nccl_types.hpp"
 #include "nccl/unique_id.hpp"
@@ -33,14 +34,9 @@ UniqueIdBytes generate_unique_id() {
   return bytes;
 }
 
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v && std::string_view(v) == "1";
-}
-
 std::string visible_devices_text() {
-  const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
-  return v ? "CUDA_VISIBLE_DEVICES=\"" + std::string(v) + "\"" : std::string("CUDA_VISIBLE_DEVICES unset");
+  const auto v = launch::cuda_visible_devices();
+  return v ? "CUDA_VISIBLE_DEVICES=\"" + *v + "\"" : std::string("CUDA_VISIBLE_DEVICES unset");
 }
 
 }  // namespace
@@ -67,7 +63,7 @@ NCCLModel::NCCLModel(const InitOptions& opts) : ComputationModel(opts.timeout) {
   int pools = 0;
   if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device_) != cudaSuccess || pools == 0)
     device_pool_ = BlockPool::create(BlockPool::Kind::Device, device_);
-  if (env_flag("IDIST_NCCL_NO_SPLIT")) use_split_ = false;
+  if (launch::nccl_no_split()) use_split_ = false;
   pinned_ = BlockPool::create(BlockPool::Kind::PinnedHost, device_);
 
   const UniqueIdBytes uid = store_

@@ -1,12 +1,12 @@
 #include "nccl/nccl_work.hpp"
 
-#include <cstdlib>
 #include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "idist/error.hpp"
+#include "launch/settings.hpp"
 #include "nccl/cuda_error.hpp"
 #include "nccl/device_guard.hpp"
 #include "nccl/stream_provider.hpp"
@@ -59,10 +59,7 @@ bool NcclWork::wait_until(std::chrono::steady_clock::time_point deadline) { retu
 namespace {
 // TORCH_NCCL_BLOCKING_WAIT's counterpart: every wait() blocks the host, read once per process.
 bool blocking_wait() {
-  static const bool on = [] {
-    const char* v = std::getenv("IDIST_NCCL_BLOCKING_WAIT");
-    return v && std::string_view(v) == "1";
-  }();
+  static const bool on = launch::nccl_blocking_wait();
   return on;
 }
 }  // namespace

@@ -1,9 +1,8 @@
 #include "nccl/rendezvous.hpp"
 
-#include <cstdlib>
-
 #include "idist/config.hpp"
 #include "idist/error.hpp"
+#include "launch/launcher_env.hpp"
 #include "nccl/store_key_value.hpp"
 #include "rendezvous/discovery.hpp"
 #include "rendezvous/env.hpp"
@@ -22,8 +21,7 @@ Rendezvous rendezvous(const InitOptions& opts) {
   }
   out.layout = info.layout();
   auto env = std::make_shared<rendezvous::EnvOverride>(info);
-  const char* ifname = std::getenv("NCCL_SOCKET_IFNAME");
-  if (info.world_size > 1 && !(ifname && *ifname)) {
+  if (info.world_size > 1 && !launch::socket_ifname("NCCL_SOCKET_IFNAME")) {
     const auto choice = rendezvous::select_interface(info.master_addr, info.nnodes, "NCCL_SOCKET_IFNAME");
     env->set("NCCL_SOCKET_IFNAME", "=" + choice.name);  // '=': NCCL matches the name exactly, not as a prefix
     out.interface = choice.describe();

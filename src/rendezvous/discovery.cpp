@@ -8,6 +8,7 @@
 
 #include "core/local_rank_hint.hpp"
 #include "idist/error.hpp"
+#include "launch/environment.hpp"
 #include "rendezvous/env_parse.hpp"
 #include "rendezvous/init_method.hpp"
 
@@ -112,7 +113,7 @@ bool uses_agent_store(const WorldInfo& info, const Environ& env, detail::InitMet
 }
 }  // namespace
 
-Environ current_environ() { return core::environment(); }
+Environ current_environ() { return launch::snapshot(); }
 
 void set_nproc_per_node(WorldInfo& info, int nproc) {
   if (nproc < 1) throw ValueError(fmt::format("nproc_per_node should be >= 1, got {}", nproc));
@@ -129,7 +130,7 @@ WorldInfo discover(const InitOptions& opts, const Environ& env, std::optional<in
   WorldInfo info;
   if (const auto addr = lookup(env, "MASTER_ADDR"); addr && !addr->empty()) info.master_addr = *addr;
   if (const auto port = lookup(env, "MASTER_PORT")) info.master_port = detail::parse_port("MASTER_PORT", *port);
-  info.torchelastic = core::torchelastic_vars(env);
+  info.torchelastic = launch::torchelastic_vars(env);
 
   for (const auto& [name, value] : {std::pair{"rank", opts.rank}, std::pair{"world_size", opts.world_size},
                                     std::pair{"local_rank", opts.local_rank}})

@@ -75,7 +75,7 @@ struct WorldInfo {
   /// True when nproc_per_node came from the environment (LOCAL_WORLD_SIZE & co) rather than a maximum.
   bool nproc_from_env = false;
   /// torchrun's variables, when torchrun's agent started this process.
-  std::optional<core::TorchElasticVars> torchelastic;
+  std::optional<launch::TorchElasticVars> torchelastic;
   /// True when "env://" rendezvouses through torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE=True and
   /// the master address and port are torchrun's MASTER_ADDR / MASTER_PORT): every rank is its client.
   bool agent_store = false;

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "launch/environment.hpp"
 #include "rendezvous/discovery.hpp"
 
 namespace idist::rendezvous {
@@ -27,8 +28,7 @@ EnvOverride& EnvOverride::operator=(EnvOverride&& other) noexcept {
 
 void EnvOverride::remember(const std::string& name) {
   if (saved_.count(name)) return;  // keep the value from before the first change
-  const char* old = std::getenv(name.c_str());
-  saved_.emplace(name, old ? std::optional<std::string>(old) : std::nullopt);
+  saved_.emplace(name, launch::saved_value(name));
 }
 
 void EnvOverride::set(const std::string& name, const std::string& value) {

@@ -14,7 +14,8 @@ struct WorldInfo;
 
 /// Sets environment variables and remembers the values they replace; restore() (or the destructor)
 /// puts every one back (re-setting the old value, or unsetting a variable that did not exist).
-/// Not thread safe: setenv / unsetenv race with concurrent getenv in other threads, as in any program.
+/// Not thread safe: setenv / unsetenv race with concurrent reads of the environment in other threads, as in
+/// any program.
 class EnvOverride {
  public:
   EnvOverride() = default;

@@ -9,12 +9,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "idist/error.hpp"
+#include "launch/launcher_env.hpp"
 
 namespace idist::rendezvous {
 
@@ -149,7 +149,7 @@ InterfaceQuery query_interfaces(const std::string& master_addr, int nnodes, cons
   q.master_addr = master_addr;
   q.nnodes = nnodes;
   q.ifname_variable = ifname_variable;
-  if (const char* v = std::getenv(ifname_variable.c_str()); v && *v) q.ifname = v;
+  q.ifname = launch::socket_ifname(ifname_variable);
   q.interfaces = list_interfaces();
   if (!q.ifname || resolve_always) {
     q.master_ip = resolve_ipv4(master_addr);

@@ -1,17 +1,17 @@
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 
 #include <fmt/format.h>
 
 #include "idist/error.hpp"
-#include "rendezvous/agent_join.hpp"
+#include "launch/settings.hpp"
 #include "rendezvous/discovery.hpp"
 #include "rendezvous/init_method.hpp"
 #include "rendezvous/store_bind.hpp"
 #include "store/c10d/c10d_store.hpp"
 #include "store/file_store.hpp"
 #include "store/prefix_store.hpp"
+#include "store/store_join.hpp"
 #include "store/tcp_store.hpp"
 
 namespace idist::rendezvous {
@@ -22,7 +22,7 @@ namespace {
 std::shared_ptr<store::Store> open_tcp_store(const std::string& host, int port, const InitOptions& opts,
                                              const WorldInfo& info) {
   store::TCPStoreOptions options;
-  if (const char* token = std::getenv("IDIST_STORE_TOKEN"); token) options.token = token;
+  if (auto token = launch::store_token()) options.token = std::move(*token);
   options.rank = info.rank;
   options.clients_wait_for_workers = true;  // a rank claimed twice then fails every rank at once
   // Before exchange_topology a provisional node count of 1 may hide other hosts: assume several.
@@ -42,9 +42,9 @@ std::shared_ptr<store::Store> open_agent_store(const InitOptions& opts, const Wo
       info.master_addr, info.master_port, opts.timeout,
       store::C10dStoreOptions{.label = "torchrun agent store", .version = std::nullopt});
   const auto prefix =
-      fmt::format("{}/idist/init_{}", core::agent_store_prefix(*info.torchelastic), initializations.fetch_add(1));
+      fmt::format("{}/idist/init_{}", launch::agent_store_prefix(*info.torchelastic), initializations.fetch_add(1));
   auto scoped = std::make_shared<store::PrefixStore>(prefix, std::move(agent));
-  join_agent_store(*scoped, info.rank, info.world_size, opts.timeout);
+  store::join_world(*scoped, info.rank, info.world_size, opts.timeout);
   return scoped;
 }
 }  // namespace

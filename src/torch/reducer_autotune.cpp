@@ -3,7 +3,6 @@
 // layouts at the same synchronised backward (sync_count_ agrees, shadow backwards under join
 // included) and the choice comes from timings reduced with max, so every rank picks the same cap.
 #include <algorithm>
-#include <cstdlib>
 #include <span>
 #include <string_view>
 
@@ -12,6 +11,7 @@
 
 #include "idist/collectives.hpp"
 #include "idist/logging.hpp"
+#include "launch/settings.hpp"
 #include "torch/reducer_impl.hpp"
 
 namespace idist::detail {
@@ -25,11 +25,6 @@ constexpr std::size_t kUntimed = 1;
 constexpr std::size_t kTimed = 5;
 constexpr std::string_view kLogger = "distributed.auto.auto_model";
 
-bool disabled_by_environment() {
-  const char* v = std::getenv("IDIST_BUCKET_AUTOTUNE");
-  return v && std::string_view(v) == "0";
-}
-
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;  // this rank timed nothing (shadow backwards only): the others decide
   std::sort(v.begin(), v.end());
@@ -38,7 +33,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 void ReducerImpl::start_autotune() {
-  if (opts_.bucket_cap_mb || world_size_ < 2 || disabled_by_environment()) return;
+  if (opts_.bucket_cap_mb || world_size_ < 2 || launch::bucket_autotune_disabled()) return;
   // Only caps that change the buckets are worth a trial.
   std::vector<std::vector<std::vector<std::size_t>>> seen;
   for (double cap : kCandidatesMb) {

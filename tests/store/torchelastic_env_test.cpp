@@ -10,8 +10,8 @@
 
 namespace {
 namespace rdv = idist::rendezvous;
-using idist::core::describe_launcher;
-using idist::core::torchelastic_vars;
+using idist::launch::describe_launcher;
+using idist::launch::torchelastic_vars;
 
 // What torchrun 1.13 exports to worker `rank` of `nproc` per node on node `group` of `groups`.
 rdv::Environ torchrun(int rank, int local, int world, int nproc, int group, int groups, bool agent = true) {
@@ -50,7 +50,7 @@ TEST(TorchElasticVars, ReadsTorchrunsVariables) {
   EXPECT_TRUE(vars->use_agent_store);
   EXPECT_EQ(vars->group_rank, 1);
   EXPECT_EQ(vars->group_world_size, 2);
-  EXPECT_EQ(idist::core::agent_store_prefix(*vars), "/worker/attempt_1");
+  EXPECT_EQ(idist::launch::agent_store_prefix(*vars), "/worker/attempt_1");
 }
 
 TEST(TorchElasticVars, AbsentOutsideTorchrun) {

@@ -1,13 +1,13 @@
-// IDIST_DISTRIBUTED_DEBUG, IDIST_TRACE_BUFFER and IDIST_TRACE_DIR.
+// DebugLevel's names and the debug layer's settings (the variables are parsed in launch/settings.cpp).
 #include "core/debug/debug_settings.hpp"
 
 #include <fmt/format.h>
 
-#include <cstdlib>
 #include <string>
 
 #include "idist/context.hpp"
 #include "idist/error.hpp"
+#include "launch/settings.hpp"
 
 namespace idist {
 
@@ -31,23 +31,12 @@ namespace core::debug {
 
 Settings read_settings(const std::optional<DebugLevel>& requested) {
   Settings s;
-  const char* level = std::getenv("IDIST_DISTRIBUTED_DEBUG");
   if (requested)
     s.level = *requested;
-  else if (level && *level)
-    s.level = parse_debug_level(level);
-  const char* dir = std::getenv("IDIST_TRACE_DIR");
-  if (dir && *dir) s.trace_dir = dir;
-  if (const char* n = std::getenv("IDIST_TRACE_BUFFER"); n && *n) {
-    char* end = nullptr;
-    const long long v = std::strtoll(n, &end, 10);
-    if (*end != '\0' || v < 1 || v > 10'000'000)
-      throw ValueError(
-          fmt::format("IDIST_TRACE_BUFFER should be a number of collectives in [1, 10000000], but "
-                      "given '{}'",
-                      n));
-    s.trace_buffer = std::size_t(v);
-  }
+  else if (const auto level = launch::distributed_debug())
+    s.level = *level;
+  s.trace_dir = launch::trace_dir().value_or("");
+  s.trace_buffer = launch::trace_buffer().value_or(kDefaultTraceBuffer);
   return s;
 }
 
