@@ -70,6 +70,31 @@ wait_all() {
   return 0
 }
 
+# expect_suites NAME SUITE...: the logs of NAME show tests of every gtest SUITE (a name prefix, e.g.
+# "RootedTyped/") passed and none of them skipped, so that a filter or a world-size gate cannot drop
+# them from the cross-host run unnoticed; else prints which and counts a failure. (Failed tests are
+# wait_all's.) Colour codes, which mpirun's pseudo-terminals keep, are removed first.
+expect_suites() {
+  local name="$1" suite missing=() text
+  shift
+  text="$(cat "$LOGS/$name".* 2>/dev/null | sed 's/\x1b\[[0-9;]*m//g' || true)"
+  for suite in "$@"; do
+    if ! grep -Fq "[       OK ] $suite" <<<"$text" || grep -Fq "[  SKIPPED ] $suite" <<<"$text"; then
+      missing+=("$suite")
+    fi
+  done
+  if [ "${#missing[@]}" -ne 0 ]; then
+    log "FAILED: $name: no passed test, or a skipped one, in ${missing[*]}"
+    failures=$((failures + 1))
+  else
+    log "passed: $name ran $(grep -Fc "[       OK ]" <<<"$text") tests, among them those of $*"
+  fi
+}
+
+# The conformance suites of the collectives ignite does not have (tests/conformance: rooted_test,
+# blocks_test, point_to_point_test), which the drivers require of every cross-host conformance run.
+BEYOND_IGNITE_SUITES=(RootedTyped/ RootedErrors. BlocksTyped/ BlocksErrors. PointToPointTyped/ PointToPointErrors.)
+
 # A port for the rendezvous: each emulated host has its own port space, so only this test uses it.
 free_port() { echo $((20000 + RANDOM % 20000)); }
 

@@ -2,7 +2,8 @@
 # gloo on 2 emulated hosts x 2 ranks, without GLOO_SOCKET_IFNAME (each host's own name resolves to
 # 127.0.1.1 there, as on Debian): ignite's multi-node Parallel form and torchrun-style variables. Every
 # rank checks its rank, local rank, node rank, nnodes, nproc_per_node and hostname (cluster_layout_test),
-# then the conformance suite runs across the hosts.
+# then the conformance suite runs across the hosts (with reduce, gather, scatter, reduce_scatter(_v),
+# all_to_all(_v) and send / recv, required to have run).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 unset GLOO_SOCKET_IFNAME
@@ -50,7 +51,9 @@ parallel_run parallel_layout "$layout"
 grep -h "network interface" "$LOGS"/parallel_layout.* || { log "FAILED: show_config printed no network interface"; failures=$((failures + 1)); }
 torchrun_run torchrun_layout "$layout"
 parallel_run parallel_conformance "$conformance"
+expect_suites parallel_conformance "${BEYOND_IGNITE_SUITES[@]}"
 torchrun_run torchrun_conformance "$conformance"
+expect_suites torchrun_conformance "${BEYOND_IGNITE_SUITES[@]}"
 
 # A wrong GLOO_SOCKET_IFNAME=lo across hosts: refused within seconds on every rank, naming the ranks
 # that advertise the loopback, instead of a wait to the timeout.
