@@ -58,7 +58,10 @@ std::vector<Column> columns() {
           {"optim_state_MiB", 15},
           {"zero_buffers_MiB", 9, false},
           {"x_auto_adam", 11},
-          {"last_loss", 10, false}};
+          {"last_loss", 10, false},
+          {"forward_p50_ms", 9, false},
+          {"backward_p50_ms", 9, false},
+          {"step_p50_ms", 9, false}};
 }
 
 // The targets for the default auto_model on 2 ranks: gloo >= 1.15x the status quo on the
@@ -169,15 +172,24 @@ void run_model(const TrainingOptions& o, const std::string& model, const std::ve
         const auto t0 = Clock::now();
         t.step();
         t.samples.push_back(micros(t0, Clock::now()) / 1000.0);
+        t.record_phases();
       }
     }
   }
 
   std::vector<Summary> sums;
   double sq_idist = 0, sq_raw = 0, nosync = 0;
+  std::vector<std::array<double, 3>> phases;  // p50 of forward, backward, rest (per-step maxima over ranks)
   for (auto& t : trainers) {
     max_over_ranks(t->samples);
     sums.push_back(summarize(t->samples));
+    std::array<double, 3> p{};
+    std::vector<double>* parts[3] = {&t->forward_ms, &t->backward_ms, &t->step_ms};
+    for (int i = 0; i < 3; ++i) {
+      max_over_ranks(*parts[i]);
+      p[std::size_t(i)] = summarize(*parts[i]).p50;
+    }
+    phases.push_back(p);
     const Strategy s = t->config().strategy;
     if (s == Strategy::StatusQuoIdist) sq_idist = sums.back().p50;
     if (s == Strategy::StatusQuoRaw) sq_raw = sums.back().p50;
@@ -264,7 +276,10 @@ void run_model(const TrainingOptions& o, const std::string& model, const std::ve
                    fixed(double(optim.state[k]) / kMiB, 2),
                    fixed(double(optim.zero_buffers[k]) / kMiB, 2),
                    zero && adam_p50(t.config().bucket_mb) > 0 ? fixed(s.p50 / adam_p50(t.config().bucket_mb), 3) : "-",
-                   fmt::format("{:.6g}", t.last_loss())});
+                   fmt::format("{:.6g}", t.last_loss()),
+                   fixed(phases[k][0], 3),
+                   fixed(phases[k][1], 3),
+                   fixed(phases[k][2], 3)});
   }
   if (have_ref)
     fmt::print(

@@ -6,6 +6,7 @@
 
 #include <fmt/core.h>
 
+#include "common/timing.hpp"
 #include "idist/idist.hpp"
 
 namespace idist_bench {
@@ -183,19 +184,30 @@ void Trainer::sync_status_quo() {
 }
 
 void Trainer::step() {
+  const auto t0 = Clock::now();
   opt_->zero_grad();
   torch::Tensor out = w_.model->forward(w_.input);
   torch::Tensor loss = torch::nn::functional::cross_entropy(out, w_.target);
+  const auto t1 = Clock::now();
   if (config_.strategy == Strategy::NoSync) {
     auto guard = idist::no_sync(w_.model);
     loss.backward();
   } else {
     loss.backward();
   }
+  const auto t2 = Clock::now();
   if ((config_.strategy == Strategy::StatusQuoIdist || config_.strategy == Strategy::StatusQuoRaw) && world_ > 1)
     sync_status_quo();
   opt_->step();
   last_loss_ = loss.item<double>();
+  const auto t3 = Clock::now();
+  last_phases_ = {micros(t0, t1) / 1000.0, micros(t1, t2) / 1000.0, micros(t2, t3) / 1000.0};
+}
+
+void Trainer::record_phases() {
+  forward_ms.push_back(last_phases_[0]);
+  backward_ms.push_back(last_phases_[1]);
+  step_ms.push_back(last_phases_[2]);
 }
 
 void Trainer::read_buckets() {

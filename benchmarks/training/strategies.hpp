@@ -1,5 +1,6 @@
 #pragma once
 // The ways of running a data-parallel training step that the training benchmark compares.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -86,8 +87,15 @@ class Trainer {
   /// The loss of the last step (to check that every configuration trains the same way).
   double last_loss() const noexcept { return last_loss_; }
 
+  /// Appends the last step's phases to forward_ms, backward_ms and step_ms (a timed step).
+  void record_phases();
   /// Per-step wall times of timed steps, milliseconds.
   std::vector<double> samples;
+  /// The same steps split in phases, milliseconds: forward (with the loss), backward (with what
+  /// auto_model's hooks do inside it), and the rest (the status quo's all-reduces, the wait for the
+  /// last buckets, the optimizer step). no_sync's phases give the synchronous floor
+  /// forward + max(backward + step, wire time).
+  std::vector<double> forward_ms, backward_ms, step_ms;
 
  private:
   void sync_status_quo();
@@ -103,6 +111,7 @@ class Trainer {
   std::size_t buckets_ = 0;
   std::size_t zero_buffer_bytes_ = 0;
   double last_loss_ = 0;
+  std::array<double, 3> last_phases_{};  // forward, backward, rest of the last step (ms)
 };
 
 }  // namespace idist_bench
