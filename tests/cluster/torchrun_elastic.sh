@@ -199,9 +199,9 @@ timings() {
       "$slowest" "$(calc "$first - $t_fault")" "$(date -u +%FT%TZ)" >>"$IDIST_ELASTIC_TIMINGS"
   fi
   [ "$(calc "$t_gone - $t_fault > 2")" -eq 0 ] ||
-    log "NOTE: $name: the surviving workers took $(calc "$t_gone - $t_fault") s to exit (target 2 s)"
+    log "NOTE: $name: the surviving workers took $(calc "$t_gone - $t_fault") s to exit (target 2 s; benchmarks/run_recovery.sh judges the median)"
   [ "$(calc "$slowest > 5")" -eq 0 ] ||
-    log "NOTE: $name: a restarted worker took $slowest s to its first step (target 5 s)"
+    log "NOTE: $name: a restarted worker took $slowest s to its first step (target 5 s; benchmarks/run_recovery.sh judges the median)"
 }
 
 # lose_host_2 NAME kill|link: the fault after checkpoint $fault_after; sets T_FAULT, T_GONE, AT_FAULT (the
