@@ -33,14 +33,14 @@ check_reference() {
 }
 
 # same_digest WHAT FAULT_LOG REFERENCE_LOG ITERATION: the faulted run's final weights equal the reference's
-# (both resumed from checkpoint_<ITERATION>.pt); a mismatch fails with both digests.
+# (both resumed from checkpoint_<ITERATION>.pt); a mismatch fails with both digests. WHAT names the run in the log.
 same_digest() {
   local what=$1 got want
   got=$(digest_of "$2")
   want=$(digest_of "$3")
-  [ -n "$got" ] || fail "$what: the resumed run printed no weights_digest"
-  [ -n "$want" ] || fail "$what: the fault-free reference run printed no weights_digest"
+  [ -n "$got" ] || fail "the resumed run printed no weights_digest"
+  [ -n "$want" ] || fail "the fault-free reference run printed no weights_digest"
   [ "$got" = "$want" ] ||
-    fail "$what: weights_digest after the fault $got, fault-free run from checkpoint_$4.pt $want: the resume did not continue from the checkpoint's state"
+    fail "weights_digest after the fault $got, fault-free run from checkpoint_$4.pt $want: the resumed run did not continue from the checkpoint's state (or the two runs differ in options or thread count)"
   log "$what: weights_digest $got equals the fault-free run's from checkpoint_$4.pt"
 }
