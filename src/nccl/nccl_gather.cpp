@@ -24,7 +24,8 @@ Work NCCLModel::do_gather(const Gathering& g, Completion how) {
   backend_kit::outside_family(g.op, backend_kit::OpFamily::Gathering);
 }
 
-Work NCCLModel::all_gather(const Gathering& g, Completion how) {
+template <class Issue>
+Work NCCLModel::gather_to_all(const Gathering& g, Completion how, Issue issue) {
   ConstBuffer in = g.in;
   Buffer out = g.out;
   in.device = placement(g.op, "in", in.data, in.bytes(), in.device);
@@ -32,39 +33,32 @@ Work NCCLModel::all_gather(const Gathering& g, Completion how) {
   if (out.count == 0) return Work{};
   Op o(g.op, comm_of(g.group), op_context());
   const void* din = o.input(in);
-  auto* dout = static_cast<char*>(o.output(out));
-  // Data movement only: bytes serve every element type, int16 and bool included.
-  o.nccl(ncclAllGather(din, dout, in.bytes(), ncclUint8, o.handle(), o.stream()));
+  issue(o, din, static_cast<char*>(o.output(out)));
   return o.finish(how);
 }
 
+Work NCCLModel::all_gather(const Gathering& g, Completion how) {
+  return gather_to_all(g, how, [&](Op& o, const void* din, char* dout) {
+    // Data movement only: bytes serve every element type, int16 and bool included.
+    o.nccl(ncclAllGather(din, dout, g.in.bytes(), ncclUint8, o.handle(), o.stream()));
+  });
+}
+
 Work NCCLModel::all_gather_v(const Gathering& g, Completion how) {
-  ConstBuffer in = g.in;
-  Buffer out = g.out;
-  in.device = placement(g.op, "in", in.data, in.bytes(), in.device);
-  out.device = placement(g.op, "out", out.data, out.bytes(), out.device);
-  if (out.count == 0) return Work{};
-  Op o(g.op, comm_of(g.group), op_context());
-  const void* din = o.input(in);
-  auto* dout = static_cast<char*>(o.output(out));
-  const std::size_t esize = dtype_size(in.dtype);
-  // One broadcast per contributing rank, fused into one NCCL launch by the group.
-  o.nccl_queued(ncclGroupStart());
-  try {
-    std::size_t offset = 0;
-    for (std::size_t r = 0; r < g.counts.size(); ++r) {
-      const std::size_t bytes = g.counts[r] * esize;
-      if (bytes == 0) continue;
-      const void* send = int(r) == g.group.rank() ? din : dout + offset;
-      o.nccl_queued(ncclBroadcast(send, dout + offset, bytes, ncclUint8, int(r), o.handle(), o.stream()));
-      offset += bytes;
-    }
-  } catch (...) {
-    (void)ncclGroupEnd();
-    throw;
-  }
-  o.nccl(ncclGroupEnd());
-  return o.finish(how);
+  return gather_to_all(g, how, [&](Op& o, const void* din, char* dout) {
+    const std::size_t esize = dtype_size(g.in.dtype);
+    // One broadcast per contributing rank, fused into one NCCL launch by the group.
+    in_group(o, [&] {
+      std::size_t offset = 0;
+      for (std::size_t r = 0; r < g.counts.size(); ++r) {
+        const std::size_t bytes = g.counts[r] * esize;
+        if (bytes == 0) continue;
+        const void* send = int(r) == g.group.rank() ? din : dout + offset;
+        o.nccl_queued(ncclBroadcast(send, dout + offset, bytes, ncclUint8, int(r), o.handle(), o.stream()));
+        offset += bytes;
+      }
+    });
+  });
 }
 
 Work NCCLModel::gather_to_root(const Gathering& g, Completion how) {

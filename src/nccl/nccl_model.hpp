@@ -90,7 +90,10 @@ class NCCLModel final : public ComputationModel {
   Work reduce_to_root(const Reduction& r, const ReducePlan& plan, Completion how);
   Work reduce_scatter(const Reduction& r, const ReducePlan& plan, Completion how);
   Work reduce_scatter_v(const Reduction& r, const ReducePlan& plan, Completion how);
-  // The gatherings (nccl_gather.cpp).
+  // The gatherings (nccl_gather.cpp). gather_to_all: the setup both all-gathers share (buffers
+  // placed, nothing for an empty output, one Op); issue(o, in, out) queues the NCCL calls.
+  template <class Issue>
+  Work gather_to_all(const Gathering& g, Completion how, Issue issue);
   Work all_gather(const Gathering& g, Completion how);
   Work all_gather_v(const Gathering& g, Completion how);
   Work gather_to_root(const Gathering& g, Completion how);
