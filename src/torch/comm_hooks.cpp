@@ -9,6 +9,7 @@
 
 #include "idist/context.hpp"
 #include "idist/torch/collectives.hpp"
+#include "torch/allreduce_hook.hpp"
 #include "torch/layout_free_hook.hpp"
 #include "torch/powersgd.hpp"
 
@@ -22,7 +23,7 @@ Work allreduce_bucket(const at::Tensor& bucket) {
     at::NoGradGuard no_grad;
     bucket.div_(get_world_size());
   }
-  return all_reduce_async(bucket, ReduceOp::Sum);
+  return detail::AllreduceHook::launch(bucket, Completion::Async);
 }
 
 // The wire buffers of a compressing hook, one per bucket index, kept across iterations: a fresh
@@ -61,9 +62,7 @@ Work compressed_allreduce(GradBucket& bucket, at::ScalarType wire, WireBuffers& 
 
 }  // namespace
 
-CommHook allreduce() {
-  return detail::LayoutFreeHook{[](GradBucket& bucket) { return allreduce_bucket(bucket.buffer()); }};
-}
+CommHook allreduce() { return detail::AllreduceHook{}; }
 
 CommHook fp16_compress() {
   auto buffers = std::make_shared<WireBuffers>();
@@ -83,3 +82,9 @@ CommHook powersgd(const PowerSGDOptions& options) {
 }
 
 }  // namespace idist::comm_hooks
+
+namespace idist::detail {
+
+Work AllreduceHook::operator()(GradBucket& bucket) const { return comm_hooks::allreduce_bucket(bucket.buffer()); }
+
+}  // namespace idist::detail

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "idist/torch/comm_hook.hpp"
+#include "torch/allreduce_hook.hpp"
 
 namespace idist::detail {
 
@@ -15,7 +16,9 @@ struct LayoutFreeHook {
   Work operator()(GradBucket& bucket) const { return run(bucket); }
 };
 
-/// Whether `hook` is a LayoutFreeHook.
-inline bool is_layout_free(const CommHook& hook) { return hook.target<LayoutFreeHook>() != nullptr; }
+/// Whether `hook` is a LayoutFreeHook or comm_hooks::allreduce()'s AllreduceHook.
+inline bool is_layout_free(const CommHook& hook) {
+  return hook.target<LayoutFreeHook>() != nullptr || as_allreduce_hook(hook) != nullptr;
+}
 
 }  // namespace idist::detail

@@ -1,25 +1,20 @@
 // The tensor forms of send, recv, isend and irecv (idist/torch/collectives.hpp).
 #include "idist/torch/collectives.hpp"
-#include "torch/staging.hpp"
+#include "torch/comm/comm.hpp"
+#include "torch/comm/staging.hpp"
 
 namespace idist {
 
 namespace {
 
 Work send_tensor(const at::Tensor& t, int dst, int tag, Completion how) {
-  ComputationModel& m = current_model();
   detail::checked_dtype(t, to_string(OpType::Send));
-  const detail::Staged s = detail::stage(t, detail::comm_device(m));
-  Work w = m.send(ConstBuffer(detail::tensor_buffer(s.buffer)), dst, tag, how);
-  if (how == Completion::Async) w.then([keep = s.buffer] { (void)keep; });
-  return w;
+  return detail::comm::send(t, dst, tag, how);
 }
 
 Work recv_tensor(const at::Tensor& t, int src, int tag, Completion how) {
-  ComputationModel& m = current_model();
   detail::checked_dtype(t, to_string(OpType::Recv));
-  const detail::Staged s = detail::stage(t, detail::comm_device(m));
-  return detail::finish(m.recv(detail::tensor_buffer(s.buffer), src, tag, how), t, s, how);
+  return detail::comm::recv(t, src, tag, how);
 }
 
 }  // namespace

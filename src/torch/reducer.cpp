@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "idist/error.hpp"
+#include "torch/allreduce_hook.hpp"
 #include "torch/layout_free_hook.hpp"
 #include "torch/reducer_impl.hpp"
 
@@ -69,6 +70,7 @@ void Reducer::register_comm_hook(CommHook hook) {
   if (impl_->in_backward_)
     throw ValueError("register_comm_hook: called during a backward; register it before training");
   if (!is_layout_free(hook)) impl_->stop_autotune();  // its state may be per bucket
+  impl_->allreduce_hook_ = as_allreduce_hook(hook) != nullptr;
   impl_->comm_hook_ = std::move(hook);
   impl_->user_hook_ = true;
 }

@@ -19,8 +19,9 @@
 ///   folded into the bucket.
 /// - When all gradients of a bucket are in, the bucket is handed to the communication hook, always in
 ///   bucket order so that every rank issues the same sequence; the hook returns the idist::Work of the
-///   bucket's reduction (the one future of a bucket). The default hook is c10d's run_allreduce_hook:
-///   a non-blocking all-reduce (sum) of the bucket. On a backend without asynchronous progress (mpi
+///   bucket's reduction (the one future of a bucket). The default hook is comm_hooks::allreduce()
+///   (c10d's run_allreduce_hook): since the gradients entered divided, the Reducer hands the bucket
+///   straight to its sum all-reduce, non-blocking. On a backend without asynchronous progress (mpi
 ///   on one node, where idist runs no progress thread) nothing would overlap anyway, so the default
 ///   hook all-reduces the bucket at once through the backend's blocking path: one bucket in flight
 ///   at a time bounds the backend's scratch memory (Open MPI's libnbc holds a buffer the size of each
@@ -33,7 +34,8 @@
 ///   interleave with gradient buckets.
 ///
 /// A communication hook registered by the user (register_comm_hook) replaces the default one; the
-/// gradients then enter the buckets undivided (PyTorch's contract: the hook averages).
+/// gradients then enter the buckets undivided (PyTorch's contract: the hook averages), unless the
+/// hook is comm_hooks::allreduce() itself, which runs as the default does.
 ///
 /// After the first synchronised backward the buckets are rebuilt in the order rank 0's gradients
 /// became ready (DDP's rebuild_buckets; Options::rebuild_buckets), the order broadcast so that
@@ -115,7 +117,8 @@ class Reducer {
   /// `i` indexes param_names() and must be smaller than its size.
   bool gradient_in_bucket(std::size_t i) const;
   /// Replaces each bucket's all-reduce with `hook` from the next backward on (DDP's
-  /// register_comm_hook). Gradients then enter the buckets undivided: the hook averages.
+  /// register_comm_hook). Gradients then enter the buckets undivided: the hook averages
+  /// (comm_hooks::allreduce() runs as the default hook, gradients divided on entry).
   /// @throws ValueError for an empty hook, a second registration (DDP allows one), or a call during
   ///         a backward.
   void register_comm_hook(CommHook hook);

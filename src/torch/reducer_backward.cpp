@@ -17,6 +17,7 @@
 #include "idist/context.hpp"
 #include "idist/error.hpp"
 #include "idist/torch/collectives.hpp"
+#include "torch/allreduce_hook.hpp"
 #include "torch/broadcast_coalesced.hpp"
 #include "torch/reducer_impl.hpp"
 
@@ -117,7 +118,7 @@ void ReducerImpl::on_grad_ready(std::size_t i) {
       } else if (grad.is_sparse()) {
         throw ValueError(fmt::format(
             "auto_model: parameter '{}' has a sparse gradient; idist averages dense gradients only", names_[i]));
-      } else if (user_hook_) {
+      } else if (!allreduce_hook_) {
         if (!is_slot_alias(i)) view.copy_(grad);  // undivided: the hook averages
       } else if (is_slot_alias(i)) {
         view.div_(world_size_tensor_);  // autograd accumulated into the slot: average in place
@@ -145,7 +146,7 @@ void ReducerImpl::launch_ready_buckets() {
     const std::size_t index = next_bucket_++;
     Bucket& b = buckets_[index];
     launch_positions_[index] = ready_count_;
-    b.work = comm_hook_(*b.grad);
+    b.work = allreduce_hook_ ? AllreduceHook::launch(b.grad->buffer(), bucket_completion_) : comm_hook_(*b.grad);
     b.launched = true;
   }
 }

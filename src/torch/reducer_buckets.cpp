@@ -10,10 +10,11 @@
 #include "idist/context.hpp"
 #include "idist/error.hpp"
 #include "idist/torch/collectives.hpp"
+#include "idist/torch/comm_hooks.hpp"
 #include "idist/torch/dtype.hpp"
 #include "torch/bucket_assignment.hpp"
+#include "torch/comm/comm.hpp"
 #include "torch/reducer_impl.hpp"
-#include "torch/staging.hpp"
 
 namespace idist::detail {
 
@@ -27,10 +28,9 @@ ReducerImpl::ReducerImpl(const std::shared_ptr<torch::nn::Module>& module, Optio
   // bucket runs at once through the backend's blocking path (MPI_Allreduce by default, whose
   // large-message algorithms beat the non-blocking ones); one bucket in flight also bounds the
   // backend's scratch memory.
-  const Completion how = current_model().has_async_progress() ? Completion::Async : Completion::Blocking;
-  comm_hook_ = [how](GradBucket& bucket) {
-    return detail::all_reduce_tensor(bucket.buffer(), ReduceOp::Sum, Group{}, how);
-  };
+  comm_hook_ = comm_hooks::allreduce();
+  allreduce_hook_ = true;
+  bucket_completion_ = comm::bucket_completion();
   world_size_tensor_ = at::scalar_tensor(double(world_size_), at::kDouble);
 
   // Parameters that need a gradient, once each (a shared parameter is registered under

@@ -18,6 +18,7 @@
 #include <torch/csrc/autograd/function.h>
 #include <torch/nn/module.h>
 
+#include "idist/op_type.hpp"
 #include "idist/torch/comm_hook.hpp"
 #include "idist/work.hpp"
 #include "torch/reducer.hpp"
@@ -122,11 +123,14 @@ class ReducerImpl : public std::enable_shared_from_this<ReducerImpl> {
   // The state, open to reducer.cpp's accessors: what changes after construction is read and
   // written under mutex_ (the hooks and the final callback take it too).
   Options opts_;
-  // The hook every bucket goes through: the default all-reduce (sum; the gradients enter the buckets
-  // divided, on a backend without asynchronous progress blocking, see reducer.hpp) until
-  // register_comm_hook() installs the user's (the gradients then enter undivided).
+  // The hook every bucket goes through: comm_hooks::allreduce() until register_comm_hook() installs
+  // the user's. While it is comm_hooks::allreduce() (allreduce_hook_) the gradients enter the buckets
+  // divided and each bucket goes to AllreduceHook::launch() as bucket_completion_ says (blocking on a
+  // backend without asynchronous progress, see reducer.hpp); another hook gets them undivided.
   CommHook comm_hook_;
-  bool user_hook_ = false;
+  bool user_hook_ = false;       // register_comm_hook() was called (once only)
+  bool allreduce_hook_ = false;  // comm_hook_ is comm_hooks::allreduce()
+  Completion bucket_completion_ = Completion::Async;
   int world_size_ = 1;
   at::Tensor world_size_tensor_;  // 0-dim divisor of the averaging
   std::vector<at::Tensor> params_;

@@ -13,6 +13,7 @@
 #include "idist/context.hpp"
 #include "idist/error.hpp"
 #include "idist/torch/collectives.hpp"
+#include "torch/comm/comm.hpp"
 
 namespace idist::nn {
 
@@ -53,7 +54,7 @@ struct SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFun
     } else {
       local = at::zeros({2 * channels + 1}, opts);
     }
-    const int n = current_model().process_group(group).size();
+    const int n = detail::comm::process_group(group).size();
     at::Tensor gathered = at::empty({n, 2 * channels + 1}, opts);
     all_gather_async(local, gathered, group).wait();
 
@@ -219,7 +220,7 @@ torch::Tensor SyncBatchNormImpl::forward(const torch::Tensor& input) {
         "SyncBatchNorm: rank {} is not a member of the group {} given in SyncBatchNormOptions; every rank that runs "
         "the module must be one",
         get_rank(), group.str()));
-  const bool sync = batch_stats && current_model().process_group(group).size() > 1;
+  const bool sync = batch_stats && detail::comm::process_group(group).size() > 1;
   if (!sync)
     return torch::batch_norm(input, weight, bias, rmean, rvar, use_batch_stats, factor, options.eps(),
                              /*cudnn_enabled=*/true);

@@ -1,4 +1,5 @@
-// The tensor collectives (idist/torch/collectives.hpp) over the current ComputationModel.
+// ignite's tensor collectives (idist/torch/collectives.hpp): all_reduce, all_gather, broadcast, and
+// all_gather_tensors_with_shapes, over the communication layer.
 #include "idist/torch/collectives.hpp"
 
 #include <algorithm>
@@ -9,51 +10,51 @@
 
 #include <fmt/format.h>
 
+#include "idist/collectives.hpp"
+#include "idist/context.hpp"
+#include "idist/detail/collectives.hpp"
 #include "torch/agree_on_error.hpp"
-#include "torch/staging.hpp"
+#include "torch/comm/comm.hpp"
+#include "torch/comm/staging.hpp"
 
 namespace idist {
 
+namespace comm = detail::comm;
+
 Work all_reduce_async(const at::Tensor& t, ReduceOp op, const Group& group) {
-  return detail::all_reduce_tensor(t, op, group, Completion::Async);
+  detail::checked_dtype(t, to_string(OpType::AllReduce));
+  return comm::all_reduce(t, op, group, Completion::Async);
 }
 
 at::Tensor all_reduce(at::Tensor t, ReduceOp op, const Group& group) {
-  detail::all_reduce_tensor(t, op, group, Completion::Blocking);
+  detail::checked_dtype(t, to_string(OpType::AllReduce));
+  comm::all_reduce(t, op, group, Completion::Blocking);
   return t;
 }
 
 Work all_gather_async(const at::Tensor& in, const at::Tensor& out, const Group& group) {
-  ComputationModel& m = current_model();
-  const DType dt = detail::checked_dtype(in, to_string(OpType::AllGather));
+  detail::checked_dtype(in, to_string(OpType::AllGather));
   if (!out.defined()) throw ValueError("all_gather_async: out is undefined; expected a defined tensor");
   if (out.scalar_type() != in.scalar_type())
     throw ValueError(fmt::format("all_gather_async: out has dtype {}, expected the input's dtype {}",
                                  c10::toString(out.scalar_type()), c10::toString(in.scalar_type())));
-  const ProcessGroup& pg = m.process_group(group);
+  const ProcessGroup& pg = comm::process_group(group);
   const bool member = pg.is_member();
   const std::int64_t n = member ? pg.size() : 1;
   if (out.numel() != in.numel() * n)
     throw ValueError(fmt::format("all_gather_async: out has {} elements, expected {} (input elements times group size)",
                                  out.numel(), in.numel() * n));
-  (void)dt;
   if (!member) {
     at::NoGradGuard no_grad;
     out.detach().view_as(in).copy_(in);
     return Work{};
   }
-  const c10::Device dev = detail::comm_device(m);
-  detail::Staged src = detail::stage(in, dev);
-  detail::Staged dst = detail::stage(out, dev);
-  Work w = m.all_gather(ConstBuffer(detail::tensor_buffer(src.buffer)), detail::tensor_buffer(dst.buffer), group);
-  w.then([keep = src.buffer] { (void)keep; });
-  return detail::finish_into(w, out, dst);
+  return comm::all_gather(in, out, group, Completion::Async);
 }
 
 at::Tensor all_gather(const at::Tensor& t, const Group& group) {
-  ComputationModel& m = current_model();
   detail::checked_dtype(t, to_string(OpType::AllGather));
-  const ProcessGroup& pg = m.process_group(group);
+  const ProcessGroup& pg = comm::process_group(group);
   if (!pg.is_member()) return t;
   const at::Tensor x = t.dim() == 0 ? t.reshape({1}) : t;
 
@@ -86,28 +87,34 @@ at::Tensor all_gather(const at::Tensor& t, const Group& group) {
   out_sizes[0] = 0;
   for (const auto& s : shapes) out_sizes[0] += s[0];
 
-  const c10::Device dev = detail::comm_device(m);
-  at::Tensor out = at::empty(out_sizes, x.options().device(dev));
+  at::Tensor out = at::empty(out_sizes, x.options().device(comm::device()));
   if (out.numel() == 0) return out.to(t.device());
-  detail::Staged in = detail::stage(x, dev);
   const bool equal = std::all_of(counts.begin(), counts.end(), [&](std::size_t c) { return c == counts[0]; });
   if (equal)
-    m.all_gather(ConstBuffer(detail::tensor_buffer(in.buffer)), detail::tensor_buffer(out), group,
-                 Completion::Blocking);
+    comm::all_gather(x, out, group, Completion::Blocking);
   else
-    m.all_gather_v(ConstBuffer(detail::tensor_buffer(in.buffer)), detail::tensor_buffer(out), counts, group,
-                   Completion::Blocking);
+    comm::all_gather_v(x, out, counts, group, Completion::Blocking);
   return out.to(t.device());
 }
 
+namespace {
+
+// In-place broadcast of `t` from world rank `src`, after the checks every form makes.
+Work broadcast_tensor(const at::Tensor& t, int src, const Group& group, Completion how) {
+  comm::check_src(src, to_string(OpType::Broadcast));
+  detail::checked_dtype(t, to_string(OpType::Broadcast));
+  return comm::broadcast(t, src, group, how);
+}
+
+}  // namespace
+
 Work broadcast_async(const at::Tensor& t, int src, const Group& group) {
-  return detail::broadcast_tensor(t, src, group, Completion::Async);
+  return broadcast_tensor(t, src, group, Completion::Async);
 }
 
 at::Tensor broadcast(at::Tensor t, int src, bool safe_mode) {
-  ComputationModel& m = current_model();
-  detail::check_src(m, src, to_string(OpType::Broadcast));
-  const bool is_src = m.rank() == src;
+  comm::check_src(src, to_string(OpType::Broadcast));
+  const bool is_src = comm::rank() == src;
   if (!safe_mode) {
     if (!t.defined()) {
       const std::string_view op = to_string(OpType::Broadcast);
@@ -115,7 +122,7 @@ at::Tensor broadcast(at::Tensor t, int src, bool safe_mode) {
       throw ValueError(
           fmt::format("{}: safe_mode should be true if an undefined tensor is passed on a non-source rank", op));
     }
-    detail::broadcast_tensor(t, src, Group{}, Completion::Blocking);
+    broadcast_tensor(t, src, Group{}, Completion::Blocking);
     return t;
   }
   // Header: (scalar type, ndim, sizes...). Every rank validates the dtype from it, so an
@@ -138,15 +145,14 @@ at::Tensor broadcast(at::Tensor t, int src, bool safe_mode) {
     const c10::Device dev = t.defined() ? t.device() : to_torch_device(idist::device());
     target = at::empty(sizes, at::TensorOptions().dtype(st).device(dev));
   }
-  detail::broadcast_tensor(target, src, Group{}, Completion::Blocking);
+  broadcast_tensor(target, src, Group{}, Completion::Blocking);
   return target;
 }
 
 std::vector<at::Tensor> all_gather_tensors_with_shapes(const at::Tensor& t,
                                                        const std::vector<std::vector<std::int64_t>>& shapes,
                                                        const Group& group) {
-  ComputationModel& m = current_model();
-  const ProcessGroup& pg = m.process_group(group);
+  const ProcessGroup& pg = comm::process_group(group);
   if (!pg.is_member()) return {t};
   const int me = pg.rank();
   const std::size_t n = std::size_t(pg.size());
@@ -194,8 +200,7 @@ std::vector<at::Tensor> all_gather_tensors_with_shapes(const at::Tensor& t,
   for (const auto& s : shapes)
     for (std::size_t d = 0; d < s.size(); ++d) max_shape[d] = std::max(max_shape[d], s[d]);
 
-  const c10::Device dev = detail::comm_device(m);
-  at::Tensor padded = at::zeros(max_shape, t.options().device(dev));
+  at::Tensor padded = at::zeros(max_shape, t.options().device(comm::device()));
   {
     at::NoGradGuard no_grad;
     at::Tensor region = padded;
@@ -205,9 +210,7 @@ std::vector<at::Tensor> all_gather_tensors_with_shapes(const at::Tensor& t,
   std::vector<std::int64_t> out_sizes = max_shape;
   out_sizes[0] *= std::int64_t(n);
   at::Tensor gathered = at::empty(out_sizes, padded.options());
-  if (gathered.numel() > 0)
-    m.all_gather(ConstBuffer(detail::tensor_buffer(padded)), detail::tensor_buffer(gathered), group,
-                 Completion::Blocking);
+  if (gathered.numel() > 0) comm::all_gather(padded, gathered, group, Completion::Blocking);
   gathered = gathered.to(t.device());
 
   std::vector<at::Tensor> out;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "idist/idist.hpp"
-#include "torch/staging.hpp"  // internal: idist_torch
+#include "torch/comm/staging.hpp"  // internal: idist_torch
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include "idist/error.hpp"
 #include "idist/torch/collectives.hpp"
 #include "idist/torch/dtype.hpp"
-#include "torch/staging.hpp"
+#include "torch/comm/staging.hpp"
 
 namespace idist::detail {
 

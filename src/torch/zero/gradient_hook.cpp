@@ -13,10 +13,10 @@
 #include <ATen/core/grad_mode.h>
 #include <fmt/format.h>
 
-#include "idist/context.hpp"
 #include "idist/error.hpp"
-#include "idist/torch/dtype.hpp"
-#include "torch/staging.hpp"
+#include "torch/comm/comm.hpp"
+#include "torch/comm/staging.hpp"
+#include "torch/zero/shard_comm.hpp"
 
 namespace idist::detail {
 
@@ -41,22 +41,19 @@ struct BucketPlan {
 
 class ReduceScatterHook {
  public:
-  ReduceScatterHook(const std::vector<at::Tensor>& params, const std::vector<int>& owners, Group group, int rank,
-                    int size)
-      : group_(std::move(group)), rank_(rank), size_(size) {
+  ReduceScatterHook(const std::vector<at::Tensor>& params, const std::vector<int>& owners, const Group& group)
+      : comm_(group), rank_(comm_.rank()), size_(comm_.size()) {
     for (std::size_t i = 0; i < params.size(); ++i) owner_.emplace(params[i].unsafeGetTensorImpl(), owners[i]);
   }
 
   Work operator()(GradBucket& bucket) {
-    ComputationModel& m = current_model();
-    BucketPlan& plan = plan_for(bucket, comm_device(m));
+    BucketPlan& plan = plan_for(bucket, comm::device());
     at::NoGradGuard no_grad;
     const at::Tensor& grads = bucket.buffer();
     for (const Move& mv : plan.to_staged)
       plan.staged.narrow(0, mv.to, mv.count).copy_(grads.narrow(0, mv.from, mv.count));
     plan.staged.div_(size_);
-    Work w = m.reduce_scatter_v(ConstBuffer(tensor_buffer(plan.staged)), tensor_buffer(plan.mine), plan.counts,
-                                ReduceOp::Sum, group_, Completion::Async);
+    Work w = comm_.reduce_scatter_v(plan.staged, plan.mine, plan.counts);
     w.then([grads, mine = plan.mine, moves = plan.to_bucket, staged = plan.staged] {
       at::NoGradGuard guard;
       for (const Move& mv : moves) grads.narrow(0, mv.to, mv.count).copy_(mine.narrow(0, mv.from, mv.count));
@@ -109,7 +106,7 @@ class ReduceScatterHook {
     return plan;
   }
 
-  Group group_;
+  ShardComm comm_;
   int rank_;
   int size_;
   std::unordered_map<const void*, int> owner_;
@@ -119,8 +116,8 @@ class ReduceScatterHook {
 }  // namespace
 
 CommHook make_reduce_scatter_hook(const std::vector<at::Tensor>& params, const std::vector<int>& owners,
-                                  const Group& group, int rank, int size) {
-  auto hook = std::make_shared<ReduceScatterHook>(params, owners, group, rank, size);
+                                  const Group& group) {
+  auto hook = std::make_shared<ReduceScatterHook>(params, owners, group);
   return [hook](GradBucket& bucket) { return (*hook)(bucket); };
 }
 

@@ -12,9 +12,10 @@
 
 namespace idist::detail {
 
-/// The hook over `params` partitioned as `owners` (group ranks) over `group`, of which this rank is
-/// group rank `rank` of `size`; the group holds every rank of the world.
+/// The hook over `params` partitioned as `owners` (group ranks) over `group`, which holds every rank of
+/// the world; its collectives go through a ShardComm of `group`.
+/// @throws ValueError when this rank is not a member of `group`.
 CommHook make_reduce_scatter_hook(const std::vector<at::Tensor>& params, const std::vector<int>& owners,
-                                  const Group& group, int rank, int size);
+                                  const Group& group);
 
 }  // namespace idist::detail

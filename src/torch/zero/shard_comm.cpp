@@ -8,23 +8,20 @@
 #include <fmt/format.h>
 
 #include "idist/collectives.hpp"
-#include "idist/context.hpp"
 #include "idist/error.hpp"
-#include "idist/torch/collectives.hpp"
-#include "torch/staging.hpp"
+#include "torch/comm/comm.hpp"
 
 namespace idist::detail {
 
 ShardComm::ShardComm(Group group) : group_(std::move(group)) {
-  ComputationModel& m = current_model();
-  const int me = m.process_group(group_).rank();
+  const int me = comm::process_group(group_).rank();
   if (me < 0)
     throw ValueError(fmt::format(
         "ZeroRedundancyOptimizer: this rank (world rank {}) is not a member of the group {}; only members construct it",
-        m.rank(), group_.str()));
+        comm::rank(), group_.str()));
   rank_ = me;
   if (group_.is_world()) {
-    world_ranks_.resize(std::size_t(m.world_size()));
+    world_ranks_.resize(std::size_t(comm::world_size()));
     for (std::size_t r = 0; r < world_ranks_.size(); ++r) world_ranks_[r] = int(r);
   } else {
     world_ranks_ = group_.ranks();
@@ -39,8 +36,7 @@ std::vector<std::string> ShardComm::all_gather(std::string_view text) const {
 
 void ShardComm::publish(const at::Tensor& send, const at::Tensor& flat, std::span<const std::size_t> counts,
                         bool equal) {
-  ComputationModel& m = current_model();
-  const c10::Device dev = comm_device(m);
+  const c10::Device dev = comm::device();
   at::Tensor in = send;
   at::Tensor out = flat;
   if (flat.device() != dev) {
@@ -53,31 +49,39 @@ void ShardComm::publish(const at::Tensor& send, const at::Tensor& flat, std::spa
     out = host_flat_;
   }
   if (equal)
-    m.all_gather(ConstBuffer(tensor_buffer(in)), tensor_buffer(out), group_, Completion::Blocking);
+    comm::all_gather(in, out, group_, Completion::Blocking);
   else
-    m.all_gather_v(ConstBuffer(tensor_buffer(in)), tensor_buffer(out), counts, group_, Completion::Blocking);
+    comm::all_gather_v(in, out, counts, group_, Completion::Blocking);
   if (!out.is_same(flat)) flat.copy_(out);
 }
 
+Work ShardComm::reduce_scatter_v(const at::Tensor& in, const at::Tensor& out,
+                                 std::span<const std::size_t> counts) const {
+  return comm::reduce_scatter_v(in, out, counts, ReduceOp::Sum, group_, Completion::Async);
+}
+
 std::vector<std::string> ShardComm::gather(const std::string& mine, int to) const {
+  if (to < 0 || to >= size())
+    throw ValueError(fmt::format("ShardComm::gather: to is {}; expected a group rank in [0, {})", to, size()));
   std::vector<std::string> out;
   if (rank_ == to) out.resize(std::size_t(size()));
   if (size() == 1) {
     out[0] = mine;
     return out;
   }
-  for (int r = 0; r < size(); ++r) {
-    const bool sender = r == rank_;
-    const int src = world_ranks_[std::size_t(r)];
-    at::Tensor length = at::full({1}, std::int64_t(sender ? mine.size() : 0), at::kLong);
-    idist::broadcast_async(length, src, group_).wait();
-    const std::int64_t n = length.item<std::int64_t>();
-    at::Tensor data = at::empty({n}, at::kByte);
-    if (sender) std::copy(mine.begin(), mine.end(), reinterpret_cast<char*>(data.data_ptr()));
-    if (n > 0) idist::broadcast_async(data, src, group_).wait();
-    if (rank_ == to && n > 0)
-      out[std::size_t(r)].assign(reinterpret_cast<const char*>(data.data_ptr()), std::size_t(n));
-  }
+  // Every member pads to the longest, so every member needs every length; only `to` needs the bytes.
+  const std::vector<std::int64_t> lengths = idist::all_gather(std::int64_t(mine.size()), group_);
+  const std::int64_t longest = *std::max_element(lengths.begin(), lengths.end());
+  if (longest == 0) return out;
+  at::Tensor padded = at::zeros({longest}, at::kByte);
+  std::copy(mine.begin(), mine.end(), reinterpret_cast<char*>(padded.data_ptr()));
+  at::Tensor all;
+  if (rank_ == to) all = at::empty({std::int64_t(size()) * longest}, at::kByte);
+  comm::gather(padded, all, world_ranks_[std::size_t(to)], group_, Completion::Blocking);
+  if (rank_ != to) return out;
+  const char* bytes = reinterpret_cast<const char*>(all.data_ptr());
+  for (std::size_t r = 0; r < out.size(); ++r)
+    out[r].assign(bytes + std::int64_t(r) * longest, std::size_t(lengths[r]));
   return out;
 }
 

@@ -1,8 +1,7 @@
 #pragma once
-// Every collective ZeroRedundancyOptimizer issues goes through ShardComm: the one place to change when
-// the tensor collectives gain gather / reduce_scatter (today: all_gather for the parameters,
-// broadcasts for consolidating the state, all_gather of strings and an all_reduce for agreeing on
-// errors).
+// Every collective ZeroRedundancyOptimizer issues goes through ShardComm, over the communication layer
+// (torch/comm/comm.hpp): all_gather for the parameters, reduce_scatter_v for stage 2's gradients,
+// gather for consolidating the state, all_gather of strings for agreeing on errors.
 #include <cstddef>
 #include <span>
 #include <string>
@@ -10,6 +9,8 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+
+#include "idist/work.hpp"
 
 #include "idist/group.hpp"
 
@@ -35,9 +36,15 @@ class ShardComm {
   /// their device (CUDA parameters on gloo or mpi), they go through host buffers kept between calls.
   void publish(const at::Tensor& send, const at::Tensor& flat, std::span<const std::size_t> counts, bool equal);
 
+  /// Stage 2's bucket reduction: the sum over the group of `in` (blocks of counts[r] elements, group
+  /// rank order), this rank's block into `out`. Asynchronous; `in`, `out` and `counts` stay alive
+  /// until the Work completed (the caller's bucket plan holds them).
+  Work reduce_scatter_v(const at::Tensor& in, const at::Tensor& out, std::span<const std::size_t> counts) const;
+
   /// Gathers every member's bytes on member `to`, which gets them in group rank order; the others
-  /// get an empty vector. Today one broadcast per member (as PyTorch's consolidate_state_dict), so
-  /// the others receive and drop one member's bytes at a time.
+  /// get an empty vector. Two collectives: an all_gather of the lengths, then a gather of the bytes
+  /// padded to the longest (PyTorch's consolidate_state_dict broadcasts each member's bytes in turn,
+  /// which sends every member's state to every member).
   std::vector<std::string> gather(const std::string& mine, int to) const;
 
  private:

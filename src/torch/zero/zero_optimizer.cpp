@@ -16,6 +16,7 @@
 #include "idist/logging.hpp"
 #include "idist/torch/zero.hpp"
 #include "torch/checkpoint/optimizer_state.hpp"
+#include "torch/comm/comm.hpp"
 #include "torch/zero/archive_io.hpp"
 #include "torch/zero/checks.hpp"
 #include "torch/zero/gradient_hook.hpp"
@@ -147,13 +148,13 @@ torch::optim::Optimizer& ZeroRedundancyOptimizer::local_optimizer() noexcept { r
 const torch::optim::Optimizer& ZeroRedundancyOptimizer::local_optimizer() const noexcept { return *impl_->local; }
 CommHook ZeroRedundancyOptimizer::reduce_scatter_hook() const {
   const detail::ShardComm& comm = impl_->comm;
-  const int world = current_model().world_size();
+  const int world = detail::comm::world_size();
   if (comm.size() != world)
     throw ValueError(fmt::format(
         "ZeroRedundancyOptimizer::reduce_scatter_hook: the optimizer's group {} has {} of the world's {} ranks; "
         "expected a group of every rank (auto_model averages the gradients over the world)",
         comm.group().str(), comm.size(), world));
-  return detail::make_reduce_scatter_hook(impl_->params, impl_->owners, comm.group(), comm.rank(), comm.size());
+  return detail::make_reduce_scatter_hook(impl_->params, impl_->owners, comm.group());
 }
 
 const std::vector<int>& ZeroRedundancyOptimizer::owners() const noexcept { return impl_->owners; }

@@ -1,28 +1,21 @@
 #pragma once
-// How the tensor collectives hand tensors to the ComputationModel (private to idist_torch): a tensor
-// that is not contiguous, or not where the backend reads, is staged in a contiguous copy on the
-// communication device and written back after the collective.
+// How the communication layer (comm.hpp) hands tensors to a backend: a tensor that is not contiguous,
+// or not where the backend reads, is staged in a contiguous copy on the communication device and
+// written back after the operation. Private to idist_torch: the staging is the layer's;
+// checked_dtype and shape_str also serve the callers' argument checks and messages.
 #include <string>
 #include <string_view>
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 
-#include "idist/collectives.hpp"
-#include "idist/context.hpp"
 #include "idist/detail/format.hpp"
 #include "idist/error.hpp"
-#include "idist/op_type.hpp"
 #include "idist/torch/dtype.hpp"
 #include "idist/work.hpp"
 #include "torch/cuda_streams.hpp"
 
-namespace idist {
-
-namespace detail {
-
-/// Where the current backend reads tensors: the host, or idist::device() for nccl.
-inline c10::Device comm_device(const ComputationModel& m) { return to_torch_device(m.buffer_device()); }
+namespace idist::detail {
 
 /// "[2, 3, 4]", for messages (c10's own printing of a size list).
 inline std::string shape_str(c10::IntArrayRef sizes) { return c10::str(sizes); }
@@ -70,33 +63,4 @@ inline void copy_back(const at::Tensor& t, const Staged& s) {
   t.detach().copy_(s.buffer);
 }
 
-/// The end of an in-place collective on `s`, the staging of `t`: written back now (Blocking) or
-/// when `w` is waited for (Async).
-inline Work finish(Work w, const at::Tensor& t, const Staged& s, Completion how) {
-  if (how == Completion::Blocking) {
-    copy_back(t, s);
-    return w;
-  }
-  return finish_into(w, t, s);
-}
-
-/// In-place all-reduce of `t` (any strided tensor), completed as `how` says.
-inline Work all_reduce_tensor(const at::Tensor& t, ReduceOp op, const Group& group, Completion how) {
-  ComputationModel& m = current_model();
-  checked_dtype(t, to_string(OpType::AllReduce));
-  const Staged s = stage(t, comm_device(m));
-  return finish(m.all_reduce(tensor_buffer(s.buffer), op, group, how), t, s, how);
-}
-
-/// In-place broadcast of `t` from world rank `src`, completed as `how` says.
-inline Work broadcast_tensor(const at::Tensor& t, int src, const Group& group, Completion how) {
-  ComputationModel& m = current_model();
-  check_src(m, src, to_string(OpType::Broadcast));
-  checked_dtype(t, to_string(OpType::Broadcast));
-  const Staged s = stage(t, comm_device(m));
-  return finish(m.broadcast(tensor_buffer(s.buffer), src, group, how), t, s, how);
-}
-
-}  // namespace detail
-
-}  // namespace idist
+}  // namespace idist::detail

@@ -1,25 +1,25 @@
-// The tensor forms of reduce, gather, scatter, reduce_scatter and all_to_all
-// (idist/torch/collectives.hpp) over the current ComputationModel.
+// The tensor collectives beyond ignite's (idist/torch/collectives.hpp): reduce, gather, scatter,
+// reduce_scatter and all_to_all, over the communication layer.
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "idist/context.hpp"
 #include "idist/torch/collectives.hpp"
-#include "torch/staging.hpp"
+#include "torch/comm/comm.hpp"
+#include "torch/comm/staging.hpp"
 
 namespace idist {
 
 namespace {
 
+namespace comm = detail::comm;
 using detail::checked_dtype;
-using detail::comm_device;
-using detail::stage;
-using detail::Staged;
-using detail::tensor_buffer;
 
 // Throws ValueError unless `out` is defined and has `in`'s dtype; `fn` names the function.
 void check_out(const at::Tensor& in, const at::Tensor& out, std::string_view fn) {
@@ -27,16 +27,6 @@ void check_out(const at::Tensor& in, const at::Tensor& out, std::string_view fn)
   if (out.scalar_type() != in.scalar_type())
     throw ValueError(fmt::format("{}: out has dtype {}, expected the input's dtype {}", fn,
                                  c10::toString(out.scalar_type()), c10::toString(in.scalar_type())));
-}
-
-// The Work of an operation from `in` (kept alive) into `out` (written back from its staging).
-Work finish_out(Work w, const Staged& in, const at::Tensor& out, const Staged& staged_out, Completion how) {
-  if (how == Completion::Blocking) {
-    detail::copy_back(out, staged_out);
-    return w;
-  }
-  w.then([keep = in.buffer] { (void)keep; });
-  return detail::finish_into(w, out, staged_out);
 }
 
 // The rows of dimension 0 of `t`, checked: `t` has at least one dimension and, when `blocks` > 0,
@@ -77,76 +67,48 @@ std::vector<std::size_t> split_counts(const std::vector<std::int64_t>& sizes, st
 }
 
 Work reduce_tensor(const at::Tensor& t, int dst, ReduceOp op, const Group& group, Completion how) {
-  ComputationModel& m = current_model();
   checked_dtype(t, to_string(OpType::Reduce));
-  const Staged s = stage(t, comm_device(m));
-  return detail::finish(m.reduce(tensor_buffer(s.buffer), op, dst, group, how), t, s, how);
+  return comm::reduce(t, dst, op, group, how);
 }
 
 Work gather_tensor(const at::Tensor& in, const at::Tensor& out, int dst, const Group& group, Completion how) {
-  ComputationModel& m = current_model();
   const std::string_view fn = to_string(OpType::Gather);
   checked_dtype(in, fn);
-  const c10::Device dev = comm_device(m);
-  const Staged src = stage(in, dev);
-  const bool is_dst = m.rank() == dst;
-  if (!is_dst)
-    return finish_out(m.gather(ConstBuffer(tensor_buffer(src.buffer)), Buffer{}, dst, group, how), src, at::Tensor(),
-                      Staged{}, how);
+  if (comm::rank() != dst) return comm::gather(in, at::Tensor(), dst, group, how);
   check_out(in, out, fn);
-  const Staged dst_staged = stage(out, dev);
-  return finish_out(m.gather(ConstBuffer(tensor_buffer(src.buffer)), tensor_buffer(dst_staged.buffer), dst, group, how),
-                    src, out, dst_staged, how);
+  return comm::gather(in, out, dst, group, how);
 }
 
 Work scatter_tensor(const at::Tensor& in, const at::Tensor& out, int src, const Group& group, Completion how) {
-  ComputationModel& m = current_model();
   const std::string_view fn = to_string(OpType::Scatter);
   checked_dtype(out, fn);
-  const c10::Device dev = comm_device(m);
-  const Staged dst = stage(out, dev);
-  Staged from;
-  if (m.rank() == src) {
-    if (!in.defined()) throw ValueError(fmt::format("{}: in is undefined on src; expected a defined tensor", fn));
-    check_out(out, in, fn);
-    from = stage(in, dev);
-  }
-  const ConstBuffer in_buffer = from.buffer.defined() ? ConstBuffer(tensor_buffer(from.buffer)) : ConstBuffer{};
-  return finish_out(m.scatter(in_buffer, tensor_buffer(dst.buffer), src, group, how), from, out, dst, how);
+  if (comm::rank() != src) return comm::scatter(at::Tensor(), out, src, group, how);
+  if (!in.defined()) throw ValueError(fmt::format("{}: in is undefined on src; expected a defined tensor", fn));
+  check_out(out, in, fn);
+  return comm::scatter(in, out, src, group, how);
 }
 
 Work reduce_scatter_tensor(const at::Tensor& in, const at::Tensor& out, ReduceOp op, const Group& group,
                            Completion how) {
-  ComputationModel& m = current_model();
   const std::string_view fn = to_string(OpType::ReduceScatter);
   checked_dtype(in, fn);
   check_out(in, out, fn);
-  const c10::Device dev = comm_device(m);
-  const Staged from = stage(in, dev);
-  const Staged to = stage(out, dev);
-  return finish_out(m.reduce_scatter(ConstBuffer(tensor_buffer(from.buffer)), tensor_buffer(to.buffer), op, group, how),
-                    from, out, to, how);
+  return comm::reduce_scatter(in, out, op, group, how);
 }
 
 Work all_to_all_tensor(const at::Tensor& in, const at::Tensor& out, const Group& group, Completion how) {
-  ComputationModel& m = current_model();
   const std::string_view fn = to_string(OpType::AllToAll);
   checked_dtype(in, fn);
   check_out(in, out, fn);
-  const c10::Device dev = comm_device(m);
-  const Staged from = stage(in, dev);
-  const Staged to = stage(out, dev);
-  return finish_out(m.all_to_all(ConstBuffer(tensor_buffer(from.buffer)), tensor_buffer(to.buffer), group, how), from,
-                    out, to, how);
+  return comm::all_to_all(in, out, group, how);
 }
 
 Work all_to_all_v_tensor(const at::Tensor& in, const at::Tensor& out, const std::vector<std::int64_t>& out_splits,
                          const std::vector<std::int64_t>& in_splits, const Group& group, Completion how) {
-  ComputationModel& m = current_model();
   const std::string_view fn = to_string(OpType::AllToAll);
   checked_dtype(in, fn);
   check_out(in, out, fn);
-  const ProcessGroup& pg = m.process_group(group);
+  const ProcessGroup& pg = comm::process_group(group);
   if (!pg.is_member()) return Work{};
   if (in.dim() == 0 || out.dim() == 0)
     throw ValueError(fmt::format("{}: in and out need a dimension 0 to split; expected tensors of dimension >= 1", fn));
@@ -157,17 +119,13 @@ Work all_to_all_v_tensor(const at::Tensor& in, const at::Tensor& out, const std:
   const std::size_t row = row_elements(in);
   const std::vector<std::size_t> in_counts = split_counts(in_splits, "input_split_sizes", n, in.size(0), row, fn);
   const std::vector<std::size_t> out_counts = split_counts(out_splits, "output_split_sizes", n, out.size(0), row, fn);
-  const c10::Device dev = comm_device(m);
-  const Staged from = stage(in, dev);
-  const Staged to = stage(out, dev);
   // The counts are read until the operation completes: the Work keeps them.
   auto counts = std::make_shared<std::array<std::vector<std::size_t>, 2>>();
   (*counts)[0] = out_counts;
   (*counts)[1] = in_counts;
-  Work w = m.all_to_all_v(ConstBuffer(tensor_buffer(from.buffer)), tensor_buffer(to.buffer), (*counts)[0], (*counts)[1],
-                          group, how);
+  Work w = comm::all_to_all_v(in, out, (*counts)[0], (*counts)[1], group, how);
   if (how == Completion::Async) w.then([counts] { (void)counts; });
-  return finish_out(std::move(w), from, out, to, how);
+  return w;
 }
 
 }  // namespace
@@ -185,19 +143,19 @@ Work gather_async(const at::Tensor& in, const at::Tensor& out, int dst, const Gr
 }
 
 std::vector<at::Tensor> gather(const at::Tensor& tensor, int dst, const Group& group) {
-  ComputationModel& m = current_model();
   checked_dtype(tensor, to_string(OpType::Gather));
-  if (dst < 0 || dst >= m.world_size())
-    throw ValueError(fmt::format("{}: dst should be a rank in [0, {}), but given {}", to_string(OpType::Gather),
-                                 m.world_size(), dst));
-  const ProcessGroup& pg = m.process_group(group);
+  const int world = comm::world_size();
+  if (dst < 0 || dst >= world)
+    throw ValueError(
+        fmt::format("{}: dst should be a rank in [0, {}), but given {}", to_string(OpType::Gather), world, dst));
+  const ProcessGroup& pg = comm::process_group(group);
   if (!pg.is_member()) return {};
-  const bool is_dst = m.rank() == dst;
+  const bool is_dst = comm::rank() == dst;
   at::Tensor out;
   if (is_dst) {
     std::vector<std::int64_t> sizes{pg.size()};
     sizes.insert(sizes.end(), tensor.sizes().begin(), tensor.sizes().end());
-    out = at::empty(sizes, tensor.options().device(comm_device(m)));
+    out = at::empty(sizes, tensor.options().device(comm::device()));
   }
   gather_tensor(tensor, out, dst, group, Completion::Blocking);
   if (!out.defined()) return {};
@@ -213,10 +171,9 @@ Work scatter_async(const at::Tensor& in, const at::Tensor& out, int src, const G
 }
 
 at::Tensor scatter(const std::vector<at::Tensor>& chunks, int src, const Group& group) {
-  ComputationModel& m = current_model();
   const std::string_view fn = to_string(OpType::Scatter);
-  detail::check_src(m, src, fn);
-  const ProcessGroup& pg = m.process_group(group);
+  comm::check_src(src, fn);
+  const ProcessGroup& pg = comm::process_group(group);
   if (!pg.is_member()) return at::Tensor();
   const int root = pg.position_of(src);
   if (root < 0)
@@ -227,7 +184,7 @@ at::Tensor scatter(const std::vector<at::Tensor>& chunks, int src, const Group& 
   constexpr std::size_t kMaxDims = 16;
   std::array<std::int64_t, 3 + kMaxDims> header{};
   std::string error;
-  const bool is_src = m.rank() == src;
+  const bool is_src = comm::rank() == src;
   if (is_src) {
     const std::size_t n = std::size_t(pg.size());
     if (chunks.size() != n) {
@@ -258,7 +215,9 @@ at::Tensor scatter(const std::vector<at::Tensor>& chunks, int src, const Group& 
       for (std::int64_t d = 0; d < chunks[0].dim(); ++d) header[3 + std::size_t(d)] = chunks[0].size(d);
     }
   }
-  if (pg.size() > 1) m.broadcast(Buffer{header.data(), header.size(), DType::Int64}, src, group, Completion::Blocking);
+  if (pg.size() > 1)
+    comm::broadcast(at::from_blob(header.data(), {std::int64_t(header.size())}, at::kLong), src, group,
+                    Completion::Blocking);
   if (header[0] != 0) {
     if (is_src) throw ValueError(fmt::format("{}: {}", fn, error));
     throw ValueError(fmt::format("{}: src {} passed invalid chunks (see its error)", fn, src));
@@ -266,7 +225,7 @@ at::Tensor scatter(const std::vector<at::Tensor>& chunks, int src, const Group& 
   const auto st = c10::ScalarType(header[1]);
   const std::vector<std::int64_t> sizes(header.begin() + 3, header.begin() + 3 + header[2]);
   const c10::Device home = is_src ? chunks[0].device() : to_torch_device(idist::device());
-  const c10::Device dev = comm_device(m);
+  const c10::Device dev = comm::device();
   at::Tensor out = at::empty(sizes, at::TensorOptions().dtype(st).device(dev));
   at::Tensor in;
   if (is_src) {
@@ -284,15 +243,14 @@ Work reduce_scatter_async(const at::Tensor& in, const at::Tensor& out, ReduceOp 
 }
 
 at::Tensor reduce_scatter(const at::Tensor& input, ReduceOp op, const Group& group) {
-  ComputationModel& m = current_model();
   const std::string_view fn = to_string(OpType::ReduceScatter);
   checked_dtype(input, fn);
-  const ProcessGroup& pg = m.process_group(group);
+  const ProcessGroup& pg = comm::process_group(group);
   if (!pg.is_member()) return input;
   const std::int64_t rows = rows_of(input, fn, pg.size());
   std::vector<std::int64_t> sizes(input.sizes().begin(), input.sizes().end());
   sizes[0] = rows / pg.size();
-  at::Tensor out = at::empty(sizes, input.options().device(comm_device(m)));
+  at::Tensor out = at::empty(sizes, input.options().device(comm::device()));
   reduce_scatter_tensor(input, out, op, group, Completion::Blocking);
   return out.to(input.device());
 }
@@ -307,30 +265,28 @@ Work all_to_all_async(const at::Tensor& in, const at::Tensor& out, const std::ve
 }
 
 at::Tensor all_to_all(const at::Tensor& input, const Group& group) {
-  ComputationModel& m = current_model();
   const std::string_view fn = to_string(OpType::AllToAll);
   checked_dtype(input, fn);
-  const ProcessGroup& pg = m.process_group(group);
+  const ProcessGroup& pg = comm::process_group(group);
   if (!pg.is_member()) return input;
   rows_of(input, fn, pg.size());
-  at::Tensor out = at::empty(input.sizes(), input.options().device(comm_device(m)));
+  at::Tensor out = at::empty(input.sizes(), input.options().device(comm::device()));
   all_to_all_tensor(input, out, group, Completion::Blocking);
   return out.to(input.device());
 }
 
 at::Tensor all_to_all(const at::Tensor& input, const std::vector<std::int64_t>& output_split_sizes,
                       const std::vector<std::int64_t>& input_split_sizes, const Group& group) {
-  ComputationModel& m = current_model();
   const std::string_view fn = to_string(OpType::AllToAll);
   checked_dtype(input, fn);
-  const ProcessGroup& pg = m.process_group(group);
+  const ProcessGroup& pg = comm::process_group(group);
   if (!pg.is_member()) return input;
   rows_of(input, fn, 0);
   // Checked here too so that a bad list is refused before the output is sized from it.
   split_counts(output_split_sizes, "output_split_sizes", std::size_t(pg.size()), -1, 1, fn);
   std::vector<std::int64_t> sizes(input.sizes().begin(), input.sizes().end());
   sizes[0] = std::accumulate(output_split_sizes.begin(), output_split_sizes.end(), std::int64_t{0});
-  at::Tensor out = at::empty(sizes, input.options().device(comm_device(m)));
+  at::Tensor out = at::empty(sizes, input.options().device(comm::device()));
   all_to_all_v_tensor(input, out, output_split_sizes, input_split_sizes, group, Completion::Blocking);
   return out.to(input.device());
 }
