@@ -133,7 +133,7 @@ DdpVars setup_ddp_vars_from_slurm_env(const Environ& env);
 /// "file:///path" -> FileStore in directory /path. Every call bounded by opts.timeout.
 /// With info.agent_store, "env://" is instead a client of torchrun's agent store (a c10d TCPStore) on
 /// every rank, under torch's key prefix for the attempt ("/worker/attempt_<restart count>") and a
-/// prefix of its own per initialization of this process; every rank first joins (join_agent_store()).
+/// prefix of its own per initialization of this process; every rank first joins (store::join_world()).
 /// @throws ValueError for an unknown scheme; what the stores' constructors and the join throw.
 std::shared_ptr<store::Store> open_store(const InitOptions& opts, const WorldInfo& info);
 

@@ -5,13 +5,13 @@
 
 #include "idist/error.hpp"
 #include "launch/settings.hpp"
-#include "rendezvous/agent_join.hpp"
 #include "rendezvous/discovery.hpp"
 #include "rendezvous/init_method.hpp"
 #include "rendezvous/store_bind.hpp"
 #include "store/c10d/c10d_store.hpp"
 #include "store/file_store.hpp"
 #include "store/prefix_store.hpp"
+#include "store/store_join.hpp"
 #include "store/tcp_store.hpp"
 
 namespace idist::rendezvous {
@@ -44,7 +44,7 @@ std::shared_ptr<store::Store> open_agent_store(const InitOptions& opts, const Wo
   const auto prefix =
       fmt::format("{}/idist/init_{}", launch::agent_store_prefix(*info.torchelastic), initializations.fetch_add(1));
   auto scoped = std::make_shared<store::PrefixStore>(prefix, std::move(agent));
-  join_agent_store(*scoped, info.rank, info.world_size, opts.timeout);
+  store::join_world(*scoped, info.rank, info.world_size, opts.timeout);
   return scoped;
 }
 }  // namespace

@@ -1,7 +1,5 @@
 #include "store/tcp_store.hpp"
 
-#include <unistd.h>
-
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -9,6 +7,7 @@
 #include <asio/ip/address.hpp>
 
 #include "idist/error.hpp"
+#include "store/store_join.hpp"
 #include "store/tcp_store_client.hpp"
 #include "store/tcp_store_protocol.hpp"
 #include "store/tcp_store_server.hpp"
@@ -37,11 +36,6 @@ std::vector<std::string> default_bind(const std::string& host) {
   const auto ip = asio::ip::make_address(host, ec);
   if (!ec && ip.is_loopback()) return {ip.to_string()};
   return {};
-}
-
-std::string this_host() {
-  char name[256] = {};
-  return gethostname(name, sizeof(name) - 1) == 0 ? std::string(name) : std::string("?");
 }
 }  // namespace
 
@@ -73,7 +67,7 @@ TCPStore::TCPStore(std::string host, int port, bool is_server, int world_size, s
                       "world_size = {} (another job rendezvousing at the same address and port?)",
                       describe(), served, world_size));
   }
-  join(options.rank);
+  announce_join(*this, options.rank, world_size);
   if ((is_server || options.clients_wait_for_workers) && wait_for_workers && world_size > 0) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(timeout_ - (Clock::now() - start));
     this->wait_for_workers(std::max(left, std::chrono::milliseconds(1)));
@@ -88,18 +82,6 @@ TCPStore::~TCPStore() {
                  describe().c_str(), server_->num_connections(), static_cast<long long>(timeout_.count()));
   }
   server_.reset();
-}
-
-void TCPStore::join(int rank) {
-  detail::Writer w;
-  w.i64(rank);
-  w.str(this_host());
-  w.u32(static_cast<std::uint32_t>(getpid()));
-  const auto what = rank >= 0 ? fmt::format("join as rank {}", rank) : std::string("join");
-  const auto r = client_->call(Op::Join, w.buffer(), Clock::now() + timeout_, what);
-  detail::Reader reader(r.payload.data(), r.payload.size());
-  std::int64_t joined = 0;
-  if (r.status != Status::Ok || !reader.i64(joined) || !reader.at_end()) throw_unexpected(describe(), what, r);
 }
 
 std::vector<std::string> TCPStore::server_addresses() const {
@@ -198,26 +180,8 @@ bool TCPStore::do_check(const std::vector<std::string>& keys) {
   return all != 0;
 }
 
-std::int64_t TCPStore::num_joined() { return add(kJoinedKey, 0); }
+std::int64_t TCPStore::num_joined() { return add(kJoinCountKey, 0); }
 
-void TCPStore::wait_for_workers(std::chrono::milliseconds timeout) {
-  if (world_size_ <= 0)
-    throw ValueError(
-        fmt::format("TCPStore {}: wait_for_workers needs world_size > 0, got {}", describe(), world_size_));
-  try {
-    wait({detail::kAllJoinedKey}, timeout);
-  } catch (const TimeoutError&) {
-    std::int64_t joined = -1;
-    try {
-      joined = num_joined();
-    } catch (const Error&) {
-    }
-    throw TimeoutError(fmt::format(
-        "TCPStore {}: {} of {} workers joined within {:.2f} s; the others never connected (are all ranks started, "
-        "with the same MASTER_ADDR / MASTER_PORT or init_method, and WORLD_SIZE = {}?)",
-        describe(), joined < 0 ? std::string("?") : fmt::to_string(joined), world_size_,
-        std::chrono::duration<double>(timeout).count(), world_size_));
-  }
-}
+void TCPStore::wait_for_workers(std::chrono::milliseconds timeout) { await_join(*this, world_size_, timeout); }
 
 }  // namespace idist::store

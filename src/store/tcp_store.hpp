@@ -19,10 +19,6 @@ class TCPStoreServer;
 class TCPStoreClient;
 }  // namespace detail
 
-/// Key under which every client counts itself when it joins (add(kJoinedKey, 1)); its value is the
-/// "k" of "k of n workers joined".
-inline constexpr const char* kJoinedKey = "idist/store/joined";
-
 /// Who may use a TCPStore, where its server listens and who this client is. All optional.
 struct TCPStoreOptions {
   /// Per-job secret. The server admits only clients whose handshake carries the same token; every client
@@ -33,8 +29,8 @@ struct TCPStoreOptions {
   /// Addresses the server listens on. Empty: the loopback address `host` names when `host` is a loopback
   /// address, else every interface. open_store() passes rendezvous::store_bind_addresses().
   std::vector<std::string> bind_addresses;
-  /// This process's rank, announced when it joins so that a rank claimed by two processes is reported
-  /// at once by both of them and by the server's join wait; -1: unknown (no check).
+  /// This process's rank, claimed when it joins (store_join.hpp) so that a rank claimed by two processes
+  /// is reported at once by both of them and by the join wait; -1: unknown (no check).
   int rank = -1;
   /// A client (not only the server) waits in its constructor until every worker joined, so that a rank
   /// claimed twice is reported on every rank at once rather than as a later timeout. open_store() sets it.
@@ -46,9 +42,9 @@ struct TCPStoreOptions {
 ///
 /// - Every client call honours `timeout`, including the first connect: a client retries connecting until
 ///   the deadline, so the server may start later than its clients.
-/// - Every client adds 1 to kJoinedKey once connected. With `wait_for_workers` (default), the server's
-///   constructor waits until `world_size` clients joined; every TimeoutError of a wait says
-///   "k of n workers joined" so that missing ranks are visible.
+/// - Every client joins once connected (store_join.hpp: store operations only, as on torchrun's agent
+///   store). With `wait_for_workers` (default), the server's constructor waits until `world_size` clients
+///   joined; every TimeoutError of a wait says "k of n workers joined" so that missing ranks are visible.
 /// - A malformed or oversized request closes that client's connection only; the server keeps serving the
 ///   others. Connections without a handshake are closed after a few seconds; memory and the number of
 ///   connections are capped (tcp_store_protocol.hpp). Keys under "idist/store/" are the server's own.
@@ -97,7 +93,8 @@ class TCPStore final : public Store {
   std::vector<std::string> server_addresses() const;
   /// Number of clients that joined so far (the "k" of "k of n workers joined").
   std::int64_t num_joined();
-  /// Blocks until `world_size` clients joined. @throws TimeoutError "k of n workers joined" after `timeout`.
+  /// Blocks until `world_size` clients joined.
+  /// @throws TimeoutError "k of n workers joined" after `timeout`; ValueError when a rank was claimed twice.
   void wait_for_workers(std::chrono::milliseconds timeout);
 
  private:
@@ -106,9 +103,6 @@ class TCPStore final : public Store {
   std::int64_t do_add(const std::string& key, std::int64_t delta) override;
   bool do_check(const std::vector<std::string>& keys) override;
   void do_wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override;
-
-  // JOIN: counts this client and announces its rank; throws ValueError when the rank is taken.
-  void join(int rank);
 
   std::string host_;
   int port_;

@@ -91,18 +91,6 @@ Outcome on_hello(Reader& r, const RequestContext& ctx) {
   return o;
 }
 
-Outcome on_join(Reader& r, const RequestContext& ctx) {
-  std::int64_t rank = -1;
-  Claim claim;
-  if (!r.i64(rank) || !r.str(claim.host, 0, kMaxHostBytes) || !r.u32(claim.pid) || !r.at_end())
-    return refuse("malformed join");
-  const KeyValueState::Count joined = ctx.state.join(rank, std::move(claim));
-  if (const auto* message = std::get_if<std::string>(&joined)) return error(*message);
-  Writer out;
-  out.i64(std::get<std::int64_t>(joined));
-  return ok(std::move(out));
-}
-
 Outcome on_set(Reader& r, const RequestContext& ctx) {
   std::string key;
   std::vector<char> value;
@@ -176,7 +164,6 @@ HeaderVerdict check_header(const unsigned char* bytes, bool authenticated) {
 Outcome handle_request(Op op, Reader& r, const RequestContext& ctx) {
   switch (op) {
     case Op::Hello: return on_hello(r, ctx);
-    case Op::Join: return on_join(r, ctx);
     case Op::Set: return on_set(r, ctx);
     case Op::Add: return on_add(r, ctx);
     case Op::Check: return on_check(r, ctx);

@@ -5,7 +5,7 @@
 namespace idist::store::detail {
 
 bool valid_op(std::uint8_t code) {
-  return code >= static_cast<std::uint8_t>(Op::Set) && code <= static_cast<std::uint8_t>(Op::Join);
+  return code >= static_cast<std::uint8_t>(Op::Set) && code <= static_cast<std::uint8_t>(Op::Hello);
 }
 
 bool is_reserved_key(const std::string& key) { return key.starts_with(kReservedPrefix); }
@@ -18,7 +18,6 @@ const char* op_name(Op op) {
     case Op::Add: return "add";
     case Op::Check: return "check";
     case Op::Hello: return "hello";
-    case Op::Join: return "join";
   }
   return "?";
 }

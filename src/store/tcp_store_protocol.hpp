@@ -1,5 +1,5 @@
 #pragma once
-// Wire protocol of the TCPStore (version 2): one request, then one response, per exchange; a client
+// Wire protocol of the TCPStore (version 3): one request, then one response, per exchange; a client
 // sends its next request only after reading the response. All integers are little-endian.
 // The first request of every connection is a HELLO; the server closes a connection whose first frame is
 // anything else, or that sends no HELLO within the handshake timeout.
@@ -16,21 +16,21 @@
 //   5 CHECK  payload := u32 n | str key × n                        -> OK, u8 all_present
 //   6 HELLO  payload := u32 version | str token                    -> OK, empty; ERROR + close when the
 //            version differs or the server has a token and this one is not it (<= kMaxHelloPayload)
-//   7 JOIN   payload := i64 rank | str host | u32 pid              -> OK, i64 joined; ERROR when another
-//            process (host, pid) already joined with this rank (rank -1: unknown, never a conflict)
+// (Version 2 had a 7 JOIN; processes now join with the requests above, store_join.hpp.)
 // Responses (code = status):
 //   0 OK       payload as above
 //   1 TIMEOUT  payload := u64 elapsed_ms | u32 joined | u32 world_size | u32 missing | u32 n | str key × n
-//              (GET / WAIT whose keys did not all appear within timeout_ms; world_size 0 = unknown;
-//              `missing` keys were absent, the first n <= kMaxTimeoutReplyKeys of them are listed)
+//              (GET / WAIT whose keys did not all appear within timeout_ms; joined: the join counter
+//              kJoinCountKey; world_size 0 = unknown; `missing` keys were absent, the first
+//              n <= kMaxTimeoutReplyKeys of them are listed)
 //   2 ERROR    payload := str message  (e.g. ADD on a value that is not a decimal integer)
 //
 // Limits: key 1..kMaxKeyBytes, value <= kMaxValueBytes, payload <= kMaxRequestPayload. The server closes
 // the connection of a client that sends a bad magic, an unknown opcode, an oversized length, a payload
 // that does not parse exactly, or any byte while its GET / WAIT is pending; other clients are unaffected.
 // Counters (ADD) are stored as decimal text, so GET of a counter returns e.g. "3".
-// Keys starting with kReservedPrefix are the server's bookkeeping (world size, join count, ...): SET, and
-// ADD with a non-zero delta, on them are refused with ERROR; only HELLO / JOIN change them.
+// Keys starting with kReservedPrefix are the server's bookkeeping (the world size): SET, and ADD with a
+// non-zero delta, on them are refused with ERROR; only the server writes them.
 // Resource bounds (see ServerConfig): payloads are read in chunks as they arrive, under a per-connection
 // cap (kMaxRequestPayload, kMaxHelloPayload before the handshake) and a cap on the bytes buffered by all
 // connections together; the number of connections is capped, the oldest connection without a handshake
@@ -48,28 +48,23 @@
 
 namespace idist::store::detail {
 
-/// Set by the server when the kJoinedKey counter reaches world_size: what wait_for_workers() waits on.
-inline constexpr const char* kAllJoinedKey = "idist/store/all_joined";
 /// Set by the server at start when it knows world_size: clients compare it with their own, which catches
 /// two jobs rendezvousing on the same MASTER_ADDR:MASTER_PORT.
 inline constexpr const char* kWorldSizeKey = "idist/store/world_size";
 
 /// Prefix of the keys only the server changes.
 inline constexpr const char* kReservedPrefix = "idist/store/";
-/// Set by the server (value: the message) when a rank was claimed by two processes.
-inline constexpr const char* kConflictKey = "idist/store/conflict";
 
-inline constexpr std::uint32_t kProtocolVersion = 2;
+inline constexpr std::uint32_t kProtocolVersion = 3;
 inline constexpr std::size_t kMaxTokenBytes = 1024;
 inline constexpr std::size_t kMaxHelloPayload = kMaxTokenBytes + 64;
-inline constexpr std::size_t kMaxHostBytes = 1024;
 inline constexpr std::uint32_t kMagic = 0x54534449;  // bytes 'I' 'D' 'S' 'T' on the wire
 inline constexpr std::size_t kHeaderBytes = 12;
 inline constexpr std::size_t kMaxRequestPayload = kMaxValueBytes + kMaxKeyBytes + 64;
 inline constexpr std::size_t kMaxResponsePayload = kMaxValueBytes + 64;  // a GET value; TIMEOUT lists are smaller
 inline constexpr std::size_t kMaxTimeoutReplyKeys = 64;  // a TIMEOUT lists at most this many missing keys
 
-enum class Op : std::uint8_t { Set = 1, Get = 2, Wait = 3, Add = 4, Check = 5, Hello = 6, Join = 7 };
+enum class Op : std::uint8_t { Set = 1, Get = 2, Wait = 3, Add = 4, Check = 5, Hello = 6 };
 enum class Status : std::uint8_t { Ok = 0, Timeout = 1, Error = 2 };
 
 /// True for a known opcode.

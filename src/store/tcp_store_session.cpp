@@ -21,8 +21,8 @@ constexpr std::uint64_t kMaxWaitMs = std::uint64_t{365} * 24 * 3600 * 1000;
 // the length a header announced.
 constexpr std::size_t kReadChunk = std::size_t{64} << 10;
 // Requests up to this size are outside the shared buffer budget, so that connections holding the budget
-// with large unfinished payloads cannot lock out the small requests of rendezvous (HELLO, JOIN, the peer
-// table). Their total is bounded by max_connections x kSmallRequest.
+// with large unfinished payloads cannot lock out the small requests of rendezvous (HELLO, the join's counters,
+// the peer table). Their total is bounded by max_connections x kSmallRequest.
 constexpr std::size_t kSmallRequest = std::size_t{4} << 10;
 }  // namespace
 
@@ -123,9 +123,7 @@ void Session::carry_out(Outcome o) {
 }
 
 void Session::start_wait(Op op, std::vector<std::string> keys, std::uint64_t timeout_ms) {
-  auto started = server_.state.wait(op, std::move(keys), this);
-  if (const auto* message = std::get_if<std::string>(&started)) return send_error(*message);
-  auto w = std::get<std::shared_ptr<PendingWait>>(std::move(started));
+  auto w = server_.state.wait(op, std::move(keys), this);
   waiting_ = w;
   if (w->missing.empty()) return keys_present();
   wait_timer_.expires_after(std::chrono::milliseconds(std::min(timeout_ms, kMaxWaitMs)));
@@ -160,22 +158,10 @@ void Session::timeout_wait() {
   send(Status::Timeout, server_.state.timeout_reply(*w, KeyValueState::Clock::now()));
 }
 
-void Session::wait_failed(const std::string& message) {
-  end_wait();
-  send_error(message);
-}
-
 void Session::release_payload() {
   std::vector<char>().swap(payload_);
   if (reserved_ > 0) server_.release(reserved_);
   reserved_ = 0;
-}
-
-void Session::send_error(const std::string& message, bool then_close) {
-  Writer out;
-  out.str(message);
-  close_after_send_ = then_close;
-  send(Status::Error, std::move(out));
 }
 
 void Session::send(Status status, Writer payload) {

@@ -44,10 +44,7 @@ class Session final : public std::enable_shared_from_this<Session>, private Wait
   std::shared_ptr<PendingWait> end_wait();
   void timeout_wait();
   void keys_present() override;
-  void wait_failed(const std::string& message) override;
   void release_payload();
-  // Replies ERROR; with `then_close` the connection is closed once the reply is written.
-  void send_error(const std::string& message, bool then_close = false);
   void send(Status status, Writer payload);
 
   ServerImpl& server_;

@@ -1,7 +1,7 @@
 // The TCPStore server's key-value state (see tcp_store_state.hpp).
 #include "store/tcp_store_state.hpp"
 
-#include "store/tcp_store.hpp"
+#include "store/store_join.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -41,7 +41,7 @@ KeyValueState::KeyValueState(int world_size) : world_size_(world_size) {
 }
 
 std::uint32_t KeyValueState::joined() const {
-  const auto it = data_.find(kJoinedKey);
+  const auto it = data_.find(kJoinCountKey);
   if (it == data_.end()) return 0;
   const auto v = parse_i64(it->second);
   return v && *v > 0 ? static_cast<std::uint32_t>(std::min<std::int64_t>(*v, std::numeric_limits<std::uint32_t>::max()))
@@ -65,7 +65,7 @@ KeyValueState::Count KeyValueState::add(const std::string& key, std::int64_t del
   std::int64_t result = 0;
   if (__builtin_add_overflow(current, delta, &result))
     return fmt::format("add: counter '{}' = {} + {} overflows int64", key, current, delta);
-  // A read (delta 0) of a reserved key creates nothing: ADD 0 on kAllJoinedKey must not release the join wait.
+  // A read (delta 0) of a reserved key creates nothing: the server's bookkeeping stays its own.
   if (!is_reserved_key(key)) store(key, decimal(result));
   return result;
 }
@@ -74,27 +74,7 @@ bool KeyValueState::all_present(const std::vector<std::string>& keys) const {
   return std::all_of(keys.begin(), keys.end(), [&](const auto& k) { return data_.count(k) > 0; });
 }
 
-KeyValueState::Count KeyValueState::join(std::int64_t rank, Claim claim) {
-  if (rank >= 0) {
-    if (auto it = claims_.find(rank); it != claims_.end()) {
-      const auto message = fmt::format(
-          "rank {} was claimed by two processes: pid {} on host '{}' and pid {} on host '{}' (is RANK set to the "
-          "same value twice, or do two jobs share MASTER_ADDR:MASTER_PORT?)",
-          rank, it->second.pid, it->second.host, claim.pid, claim.host);
-      fail_join(message);
-      return message;
-    }
-    claims_.emplace(rank, std::move(claim));
-  }
-  const std::int64_t joined_now = joined() + 1;
-  store(kJoinedKey, decimal(joined_now));
-  if (world_size_ > 0 && joined_now == world_size_) store(kAllJoinedKey, {'1'});
-  return joined_now;
-}
-
-std::variant<std::shared_ptr<PendingWait>, std::string> KeyValueState::wait(Op op, std::vector<std::string> keys,
-                                                                            WaitListener* listener) {
-  if (!join_failure_.empty() && std::find(keys.begin(), keys.end(), kAllJoinedKey) != keys.end()) return join_failure_;
+std::shared_ptr<PendingWait> KeyValueState::wait(Op op, std::vector<std::string> keys, WaitListener* listener) {
   auto w = std::make_shared<PendingWait>();
   w->op = op;
   w->get_key = op == Op::Get ? keys.front() : std::string{};
@@ -148,23 +128,6 @@ void KeyValueState::notify(const std::string& key) {
     it = waiters_.erase(it);
     if (WaitListener* l = std::exchange(w->listener, nullptr)) l->keys_present();
   }
-}
-
-void KeyValueState::fail_join(const std::string& message) {
-  if (join_failure_.empty()) {  // the first conflict is the one reported
-    join_failure_ = message;
-    data_[kConflictKey] = std::vector<char>(message.begin(), message.end());
-  }
-  for (auto it = waiters_.begin(); it != waiters_.end();) {
-    auto w = *it;
-    if (std::find(w->missing.begin(), w->missing.end(), kAllJoinedKey) == w->missing.end()) {
-      ++it;
-      continue;
-    }
-    it = waiters_.erase(it);
-    if (WaitListener* l = std::exchange(w->listener, nullptr)) l->wait_failed(message);
-  }
-  notify(kConflictKey);
 }
 
 }  // namespace idist::store::detail

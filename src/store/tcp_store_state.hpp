@@ -1,13 +1,12 @@
 #pragma once
-// The TCPStore server's key-value state: the map, the ranks claimed by JOIN, and the GET / WAIT
-// requests waiting for keys. No sockets and no timers: the sessions (tcp_store_session.hpp) hand it
-// parsed requests and learn through WaitListener when a pending request can be answered, so the
-// rules of the store can be tested without a network. Used on the server thread only (no lock).
+// The TCPStore server's key-value state: the map and the GET / WAIT requests waiting for keys. No sockets and no
+// timers: the sessions (tcp_store_session.hpp) hand it parsed requests and learn through WaitListener when a pending
+// request can be answered, so the rules of the store can be tested without a network. Used on the server thread only
+// (no lock).
 
 #include <chrono>
 #include <cstdint>
 #include <list>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,13 +19,11 @@
 namespace idist::store::detail {
 
 /// Told by the state when a pending GET / WAIT can be answered. The state forgets the request before
-/// calling either function.
+/// calling it.
 class WaitListener {
  public:
   /// Every key of the request is present now: reply KeyValueState::ok_reply().
   virtual void keys_present() = 0;
-  /// The request can never succeed (a rank was claimed twice): reply ERROR with `message`.
-  virtual void wait_failed(const std::string& message) = 0;
 
  protected:
   ~WaitListener() = default;
@@ -41,26 +38,19 @@ struct PendingWait {
   WaitListener* listener = nullptr;  ///< the session; unset by cancel() before the session goes away
 };
 
-/// One process's claim of a rank (JOIN).
-struct Claim {
-  std::string host;
-  std::uint32_t pid = 0;
-};
-
-/// The store's data and its rules: reserved keys, decimal counters, rank claims, waits.
+/// The store's data and its rules: reserved keys, decimal counters, waits.
 class KeyValueState {
  public:
   using Clock = std::chrono::steady_clock;
-  /// What an ADD or JOIN answers: the counter's value, or the text of an ERROR reply.
+  /// What an ADD answers: the counter's value, or the text of an ERROR reply.
   using Count = std::variant<std::int64_t, std::string>;
 
-  /// `world_size` > 0 is published under kWorldSizeKey and completes kAllJoinedKey once that many
-  /// processes joined; <= 0: unknown.
+  /// `world_size` > 0 is published under kWorldSizeKey; <= 0: unknown.
   explicit KeyValueState(int world_size);
 
   /// Expected processes, 0 when unknown (what TIMEOUT replies report).
   std::uint32_t world_size() const noexcept { return world_size_ > 0 ? std::uint32_t(world_size_) : 0; }
-  /// Processes that joined so far.
+  /// Processes that joined so far (the counter kJoinCountKey of store_join.hpp).
   std::uint32_t joined() const;
 
   /// SET; nullopt on success, else the text of the ERROR reply (a reserved key).
@@ -70,15 +60,10 @@ class KeyValueState {
   Count add(const std::string& key, std::int64_t delta);
   /// CHECK: whether every key is present.
   bool all_present(const std::vector<std::string>& keys) const;
-  /// JOIN of `rank` (< 0: unknown, never a conflict) by `claim`: the number of processes joined, or the
-  /// ERROR text when another process claimed the rank (every wait for kAllJoinedKey then fails with it).
-  Count join(std::int64_t rank, Claim claim);
-
-  /// A GET (`keys` = its one key) or WAIT by `listener`. Returns the error text when the request can
-  /// never succeed; otherwise the request, already complete when its `missing` is empty (then it is not
-  /// kept), else kept until the keys appear (listener->keys_present()) or cancel().
-  std::variant<std::shared_ptr<PendingWait>, std::string> wait(Op op, std::vector<std::string> keys,
-                                                               WaitListener* listener);
+  /// A GET (`keys` = its one key) or WAIT by `listener`: the request, already complete when its
+  /// `missing` is empty (then it is not kept), else kept until the keys appear (listener->keys_present())
+  /// or cancel().
+  std::shared_ptr<PendingWait> wait(Op op, std::vector<std::string> keys, WaitListener* listener);
   /// Forgets a pending request (its timeout ran out, or its session closed). Idempotent.
   void cancel(const std::shared_ptr<PendingWait>& w);
   /// The OK payload of a complete request: the value for GET, empty for WAIT.
@@ -89,12 +74,9 @@ class KeyValueState {
  private:
   void store(const std::string& key, std::vector<char> value);  // sets, then notify(key)
   void notify(const std::string& key);                          // completes the waits for which `key` was the last
-  void fail_join(const std::string& message);
 
   int world_size_;
   std::unordered_map<std::string, std::vector<char>> data_;
-  std::map<std::int64_t, Claim> claims_;  // rank -> the process that joined with it
-  std::string join_failure_;              // set by fail_join
   std::list<std::shared_ptr<PendingWait>> waiters_;
 };
 

@@ -13,7 +13,6 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
-#include <variant>
 
 #include "store/tcp_store_handlers.hpp"
 #include "store/tcp_store_protocol.hpp"
@@ -42,7 +41,6 @@ struct Session final : WaitListener {
     Writer reply = state->ok_reply(*w);
     check_reply(Status::Ok, reply);
   }
-  void wait_failed(const std::string&) override { waiting.reset(); }
 
   void close() {
     if (waiting) state->cancel(waiting);
@@ -54,9 +52,7 @@ struct Session final : WaitListener {
     switch (o.action) {
       case Outcome::Action::Close: return close();
       case Outcome::Action::Wait: {
-        auto started = state->wait(o.wait_op, std::move(o.wait_keys), this);
-        if (std::holds_alternative<std::string>(started)) return;  // an ERROR reply
-        waiting = std::get<std::shared_ptr<PendingWait>>(std::move(started));
+        waiting = state->wait(o.wait_op, std::move(o.wait_keys), this);
         if (waiting->missing.empty()) keys_present();
         return;
       }

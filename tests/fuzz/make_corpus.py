@@ -12,7 +12,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # --- idist's TCPStore frames (src/store/tcp_store_protocol.hpp) ---
 MAGIC = 0x54534449
-SET, GET, WAIT, ADD, CHECK, HELLO, JOIN = 1, 2, 3, 4, 5, 6, 7
+SET, GET, WAIT, ADD, CHECK, HELLO = 1, 2, 3, 4, 5, 6
+VERSION = 3
 
 
 def s(b):
@@ -25,7 +26,7 @@ def frame(session, op, payload):
 
 
 def hello(session, token=""):
-    return frame(session, HELLO, struct.pack("<I", 2) + s(token))
+    return frame(session, HELLO, struct.pack("<I", VERSION) + s(token))
 
 
 def keys(*ks):
@@ -38,12 +39,15 @@ server = {
     + frame(0, SET, s("a") + s("1")) + frame(0, SET, s("b") + s("2")),
     "add_check": bytes([0]) + hello(0) + frame(0, ADD, s("c") + struct.pack("<q", 5))
     + frame(0, ADD, s("c") + struct.pack("<q", -2)) + frame(0, CHECK, keys("c", "x")),
-    "join_conflict": bytes([2 << 1]) + hello(0) + frame(0, JOIN, struct.pack("<q", 0) + s("h") + struct.pack("<I", 1))
-    + hello(2) + frame(2, WAIT, struct.pack("<Q", 1000) + keys("idist/store/all_joined"))
-    + hello(1) + frame(1, JOIN, struct.pack("<q", 0) + s("h") + struct.pack("<I", 2)),
+    # src/store/store_join.cpp's requests: rank 0 claimed twice, the count, the verdict another session waits for
+    "join_conflict": bytes([2 << 1]) + hello(0) + frame(0, ADD, s("idist/join/rank_0") + struct.pack("<q", 1))
+    + frame(0, ADD, s("idist/join/count") + struct.pack("<q", 1))
+    + hello(2) + frame(2, WAIT, struct.pack("<Q", 1000) + keys("idist/join/verdict"))
+    + hello(1) + frame(1, ADD, s("idist/join/rank_0") + struct.pack("<q", 1))
+    + frame(1, SET, s("idist/join/verdict") + s("rank 0 was claimed by two processes")),
     "token": bytes([1]) + hello(0, "tok") + frame(0, SET, s("k") + s("v")) + hello(1, "bad"),
     "get_times_out": bytes([0]) + hello(0) + frame(0, GET, struct.pack("<Q", 10) + s("never")),
-    "reserved_key": bytes([0]) + hello(0) + frame(0, SET, s("idist/store/joined") + s("9"))
+    "reserved_key": bytes([0]) + hello(0) + frame(0, SET, s("idist/store/flag") + s("9"))
     + frame(0, ADD, s("idist/store/world_size") + struct.pack("<q", 0)),
 }
 

@@ -15,10 +15,10 @@
 
 #include "idist/error.hpp"
 #include "python_store.hpp"
-#include "rendezvous/agent_join.hpp"
 #include "rendezvous/discovery.hpp"
 #include "store/c10d/c10d_store.hpp"
 #include "store/prefix_store.hpp"
+#include "store/store_join.hpp"
 #include "store_test_util.hpp"
 #include "support/time_scale.hpp"
 
@@ -48,7 +48,7 @@ pid_t join_worker(int port, int rank, int world, std::chrono::milliseconds timeo
   return fork_worker([=] {
     auto store = agent(port);
     try {
-      rdv::join_agent_store(*store, rank, world, timeout);
+      idist::store::join_world(*store, rank, world, timeout);
       std::_Exit(kJoined);
     } catch (const idist::ValueError& e) {
       std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
@@ -68,8 +68,8 @@ TEST(AgentJoin, EveryRankJoins) {
   std::vector<pid_t> pids;
   for (int r = 0; r < 3; ++r) pids.push_back(join_worker(server.port(), r, 3, 20s));
   for (auto pid : pids) EXPECT_EQ(wait_worker(pid, 60s), kJoined);
-  EXPECT_EQ(server.command(fmt::format("pget {} join/verdict", kPrefix)), "VALUE " + to_hex("ok"));
-  EXPECT_EQ(server.command(fmt::format("pget {} join/count", kPrefix)), "VALUE " + to_hex("3"));
+  EXPECT_EQ(server.command(fmt::format("pget {} idist/join/verdict", kPrefix)), "VALUE " + to_hex("ok"));
+  EXPECT_EQ(server.command(fmt::format("pget {} idist/join/count", kPrefix)), "VALUE " + to_hex("3"));
 }
 
 TEST(AgentJoin, ARankClaimedTwiceFailsFast) {
@@ -143,12 +143,12 @@ TEST(AgentStoreRendezvous, OpenStoreUsesTheAgentsStoreUnderTheAttemptPrefix) {
   }
   for (auto pid : pids) EXPECT_EQ(wait_worker(pid, 60s), 0);
   for (int init = 0; init < 2; ++init) {
-    EXPECT_EQ(server.command(fmt::format("pget /worker/attempt_2/idist/init_{} join/verdict", init)),
+    EXPECT_EQ(server.command(fmt::format("pget /worker/attempt_2/idist/init_{} idist/join/verdict", init)),
               "VALUE " + to_hex("ok"));
     EXPECT_EQ(server.command(fmt::format("pget /worker/attempt_2/idist/init_{} hello/1", init)),
               "VALUE " + to_hex(fmt::format("init {} rank 1", init)));
   }
-  EXPECT_EQ(server.command("check /worker/attempt_0/idist/init_0/join/verdict"), "FALSE");
+  EXPECT_EQ(server.command("check /worker/attempt_0/idist/init_0/idist/join/verdict"), "FALSE");
 }
 
 // A restarted world (attempt 1) finds none of attempt 0's keys, even where attempt 0 left a complete
@@ -157,8 +157,9 @@ TEST(AgentStoreRendezvous, ARestartedWorldStartsFromFreshKeys) {
   IDIST_REQUIRE_TORCH();
   PythonStore server;
   // Attempt 0 completed its join; then one worker died.
-  EXPECT_EQ(server.command(fmt::format("pset /worker/attempt_0/idist/init_0 join/verdict {}", to_hex("ok"))), "OK");
-  EXPECT_EQ(server.command(fmt::format("pset /worker/attempt_0/idist/init_0 join/count {}", to_hex("2"))), "OK");
+  EXPECT_EQ(server.command(fmt::format("pset /worker/attempt_0/idist/init_0 idist/join/verdict {}", to_hex("ok"))),
+            "OK");
+  EXPECT_EQ(server.command(fmt::format("pset /worker/attempt_0/idist/init_0 idist/join/count {}", to_hex("2"))), "OK");
   const int port = server.port();
   // Attempt 1: rank 0 alone must not pass the join (attempt 0's verdict is not its own).
   const pid_t alone = fork_worker([=] {

@@ -49,7 +49,7 @@ class Fuzzer {
   std::vector<char> valid_payload(detail::Op op) {
     detail::Writer w;
     const std::string key =
-        below(4) == 0 ? std::string(detail::kReservedPrefix) + "joined" : fmt::format("k{}", below(8));
+        below(4) == 0 ? std::string(detail::kReservedPrefix) + "world_size" : fmt::format("k{}", below(8));
     switch (op) {
       case detail::Op::Set:
         w.str(key);
@@ -76,18 +76,13 @@ class Fuzzer {
         w.u32(detail::kProtocolVersion);
         w.str(below(2) ? kToken : "nope");
         break;
-      case detail::Op::Join:
-        w.i64(static_cast<std::int64_t>(below(4)) - 1);
-        w.str("fuzz");
-        w.u32(below(100));
-        break;
     }
     return w.buffer();
   }
 
   // Sends one random thing on `c`.
   void attack(RawStoreClient& c) {
-    const auto op = static_cast<detail::Op>(1 + below(7));
+    const auto op = static_cast<detail::Op>(1 + below(6));
     switch (below(6)) {
       case 0: {
         const auto b = random_bytes(1 + below(2048));

@@ -9,7 +9,7 @@
 #include <variant>
 #include <vector>
 
-#include "store/tcp_store.hpp"
+#include "store/store_join.hpp"
 #include "store/tcp_store_handlers.hpp"
 #include "store/tcp_store_state.hpp"
 
@@ -19,14 +19,12 @@ namespace {
 // Records what the state tells a waiting session.
 struct Listener final : WaitListener {
   int present = 0;
-  std::string failure;
   void keys_present() override { ++present; }
-  void wait_failed(const std::string& message) override { failure = message; }
 };
 
-std::shared_ptr<PendingWait> pending(std::variant<std::shared_ptr<PendingWait>, std::string> started) {
-  EXPECT_TRUE(std::holds_alternative<std::shared_ptr<PendingWait>>(started));
-  return std::get<std::shared_ptr<PendingWait>>(started);
+std::shared_ptr<PendingWait> pending(std::shared_ptr<PendingWait> started) {
+  EXPECT_TRUE(started != nullptr);
+  return started;
 }
 
 std::vector<char> bytes(const std::string& s) { return {s.begin(), s.end()}; }
@@ -71,35 +69,27 @@ TEST(TCPStoreState, CountersAreDecimalAndReservedKeysBelongToTheServer) {
   state.set("text", bytes("abc"));
   EXPECT_TRUE(std::holds_alternative<std::string>(state.add("text", 1)));
   EXPECT_TRUE(state.set(std::string(kReservedPrefix) + "x", bytes("1")).has_value());
-  EXPECT_TRUE(std::holds_alternative<std::string>(state.add(kJoinedKey, 1)));
-  EXPECT_EQ(std::get<std::int64_t>(state.add(kJoinedKey, 0)), 0) << "a read of a reserved key is allowed";
-  EXPECT_TRUE(state.all_present({kWorldSizeKey}));
-  EXPECT_FALSE(state.all_present({kAllJoinedKey})) << "reading the join count created nothing";
+  const std::string other = std::string(kReservedPrefix) + "other";
+  EXPECT_TRUE(std::holds_alternative<std::string>(state.add(kWorldSizeKey, 1)));
+  EXPECT_TRUE(std::holds_alternative<std::string>(state.add(other, 1)));
+  EXPECT_EQ(std::get<std::int64_t>(state.add(other, 0)), 0) << "a read of a reserved key is allowed";
+  EXPECT_EQ(std::get<std::int64_t>(state.add(kWorldSizeKey, 0)), 2);
+  EXPECT_FALSE(state.all_present({other})) << "reading a reserved key created nothing";
 }
 
-TEST(TCPStoreState, JoinsCompleteTheJoinWaitAndADuplicateRankFailsIt) {
-  KeyValueState state(2);
-  Listener all;
-  auto w = pending(state.wait(Op::Wait, {kAllJoinedKey}, &all));
-  EXPECT_EQ(std::get<std::int64_t>(state.join(0, {"host-a", 10})), 1);
-  EXPECT_EQ(all.present, 0);
-  EXPECT_EQ(std::get<std::int64_t>(state.join(1, {"host-b", 11})), 2);
-  EXPECT_EQ(all.present, 1);
+TEST(TCPStoreState, TimeoutRepliesCountTheProcessesThatJoined) {
+  KeyValueState state(3);
+  Listener l;
+  auto w = pending(state.wait(Op::Wait, {"never"}, &l));
+  EXPECT_EQ(std::get<std::int64_t>(state.add(kJoinCountKey, 1)), 1);  // the join's counter is an ordinary key
+  EXPECT_EQ(std::get<std::int64_t>(state.add(kJoinCountKey, 1)), 2);
   EXPECT_EQ(state.joined(), 2u);
-
-  KeyValueState twice(3);
-  Listener waiting;
-  auto v = pending(twice.wait(Op::Wait, {kAllJoinedKey}, &waiting));
-  twice.join(0, {"host-a", 10});
-  const auto conflict = twice.join(0, {"host-b", 20});
-  ASSERT_TRUE(std::holds_alternative<std::string>(conflict));
-  EXPECT_NE(std::get<std::string>(conflict).find("rank 0 was claimed by two processes"), std::string::npos);
-  EXPECT_EQ(waiting.failure, std::get<std::string>(conflict));
-  // Later waits for the join fail at once with the first conflict.
-  Listener late;
-  const auto started = twice.wait(Op::Wait, {kAllJoinedKey}, &late);
-  ASSERT_TRUE(std::holds_alternative<std::string>(started));
-  EXPECT_EQ(std::get<std::string>(started), std::get<std::string>(conflict));
+  Writer reply = state.timeout_reply(*w, KeyValueState::Clock::now());
+  const auto info = decode_timeout(reply.buffer());
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->joined, 2u);
+  EXPECT_EQ(info->world_size, 3u);
+  EXPECT_EQ(l.present, 0);
 }
 
 TEST(TCPStoreHandlers, MalformedRequestsCloseAndHandshakesCheckTheToken) {
