@@ -79,6 +79,25 @@ TEST(CommHook, AllreduceHookEqualsTheDefault) {
   if (idist::get_world_size() > 1) expect_same_on_all_ranks(*net);
 }
 
+TEST(CommHook, RegisteredAllreduceIsTheDefaultBitForBit) {
+  // comm_hooks::allreduce() is auto_model's default hook: registering it changes no bit. A fixed cap
+  // keeps the bucket tuning, which times the steps, from giving the two models different layouts.
+  auto plain = idist::auto_model(make_net(), {.bucket_cap_mb = 25.0});
+  auto hooked = idist::auto_model(make_net(), {.bucket_cap_mb = 25.0});
+  idist::register_comm_hook(hooked, idist::comm_hooks::allreduce());
+  for (int step = 0; step < 3; ++step) {
+    const torch::Tensor x = batch_of(step);
+    plain->zero_grad();
+    hooked->zero_grad();
+    loss_of(*plain, x).backward();
+    loss_of(*hooked, x).backward();
+    const auto want = grads_of(*plain), got = grads_of(*hooked);
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < got.size(); ++i)
+      EXPECT_TRUE(torch::equal(got[i], want[i])) << "step " << step << ", parameter " << i;
+  }
+}
+
 TEST(CommHook, AHookMayYieldANewTensorAsItsWorksValue) {
   // The average is computed into a tensor of its own, which the reducer copies into the bucket.
   auto net = idist::auto_model(make_net());

@@ -224,6 +224,24 @@ TEST(TorchAllGather, AsyncIntoPreallocatedOutput) {
             std::string::npos);
 }
 
+// A non-contiguous input and output: both staged, the output written back when the Work is waited for.
+TEST(TorchAllGather, AsyncStagesNonContiguousInputAndOutput) {
+  auto in_base = torch::full({2, 3}, rank(), torch::kFloat);
+  in_base.select(1, 1).fill_(-1);
+  const auto in = in_base.t();  // [3, 2], not contiguous
+  auto out_base = torch::zeros({2, 3 * ws()});
+  const auto out = out_base.t();  // [3 * ws, 2], not contiguous: written through the view
+  ASSERT_FALSE(in.is_contiguous());
+  ASSERT_FALSE(out.is_contiguous());
+  idist::all_gather_async(in, out).wait();
+  for (int r = 0; r < ws(); ++r) {
+    const auto block = out_base.slice(1, 3 * r, 3 * r + 3);  // rank r's [2, 3] transposed back
+    EXPECT_TRUE(block.select(1, 0).eq(float(r)).all().item<bool>()) << block;
+    EXPECT_TRUE(block.select(1, 1).eq(-1.0f).all().item<bool>()) << block;
+    EXPECT_TRUE(block.select(1, 2).eq(float(r)).all().item<bool>()) << block;
+  }
+}
+
 // ignite's _test_distrib_broadcast, tensor cases, from every source rank.
 TEST(TorchBroadcast, FromEverySourceWithAndWithoutSafeMode) {
   const std::vector<torch::Tensor> sources = {torch::tensor({1.2345, 2.3456}, torch::kFloat),
