@@ -317,6 +317,84 @@ TEST(Checkpoint, CorruptNewestFallsBackToThePrevious) {
       "checksum");
 }
 
+// The header's fields (src/torch/checkpoint/file_format.hpp): the magic at 0, the version at 8, the
+// payload length at 16, the header's own CRC-32 at 24.
+constexpr std::streamoff kVersionAt = 8, kLengthAt = 16, kHeaderCrcAt = 24;
+
+void flip_byte(const fs::path& f, std::streamoff at) {
+  damage_file(f, [at](std::fstream& s, std::uintmax_t) {
+    s.seekg(at);
+    const char c = char(s.get());
+    s.seekp(at);
+    s.put(char(c ^ 0x01));
+  });
+}
+
+// CRC-32 (zlib's polynomial), bit by bit: the checksum a file of another format version carries.
+std::uint32_t crc32(const unsigned char* p, std::size_t n) {
+  std::uint32_t crc = 0xFFFFFFFFu;
+  for (std::size_t i = 0; i < n; ++i) {
+    crc ^= p[i];
+    for (int b = 0; b < 8; ++b) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  return ~crc;
+}
+
+// Rewrites the header as format version 2, its checksum updated: a file from a newer idist.
+void make_version_2(const fs::path& f) {
+  damage_file(f, [](std::fstream& s, std::uintmax_t) {
+    unsigned char h[24];
+    s.seekg(0);
+    s.read(reinterpret_cast<char*>(h), sizeof h);
+    h[kVersionAt] = 2;
+    const std::uint32_t crc = crc32(h, sizeof h);
+    unsigned char le[4] = {static_cast<unsigned char>(crc), static_cast<unsigned char>(crc >> 8),
+                           static_cast<unsigned char>(crc >> 16), static_cast<unsigned char>(crc >> 24)};
+    s.seekp(0);
+    s.write(reinterpret_cast<const char*>(h), sizeof h);
+    s.write(reinterpret_cast<const char*>(le), sizeof le);
+  });
+}
+
+void append_bytes(const fs::path& f) {
+  if (rank() == 0) std::ofstream(f, std::ios::binary | std::ios::app) << "tail";
+}
+
+// A flipped bit in the payload length: the header's checksum catches it before the length is
+// trusted (it would otherwise read as a truncated file).
+TEST(Checkpoint, CorruptHeaderFallsBackToThePrevious) {
+  torn_newest_falls_back([](const fs::path& f) { flip_byte(f, kLengthAt); }, "corrupt header (checksum)");
+  torn_newest_falls_back([](const fs::path& f) { flip_byte(f, kHeaderCrcAt); }, "corrupt header (checksum)");
+  torn_newest_falls_back([](const fs::path& f) { flip_byte(f, 0); }, "not an idist checkpoint (magic)");
+  torn_newest_falls_back(make_version_2, "format version 2, expected 1");
+}
+
+TEST(Checkpoint, TrailingBytesFallBackToThePrevious) { torn_newest_falls_back(append_bytes, "4 bytes follow the"); }
+
+// With no intact file to fall back on, load_latest raises on every rank, naming the file and what is
+// wrong with it.
+void damaged_only_checkpoint_raises(const std::function<void(const fs::path&)>& damage, const std::string& reason) {
+  SharedDir dir;
+  auto net = std::make_shared<Net>();
+  Checkpoint ckpt(dir.path, {{"model", net}});
+  ckpt.save({.iteration = 5});
+  ckpt.wait();
+  if (rank() == 0) damage(dir.path / "model_5.pt");
+  testing::internal::CaptureStderr();
+  const std::string msg = idist::test::message_of([&] { ckpt.load_latest(); });
+  testing::internal::GetCapturedStderr();
+  EXPECT_NE(msg.find("none of the 1 checkpoints of "), std::string::npos) << msg;
+  EXPECT_NE(msg.find("can be loaded: model_5.pt: " + reason), std::string::npos) << msg;
+  if (rank() == 0) {
+    EXPECT_NE(msg.find(dir.path.string()), std::string::npos) << msg;
+  }
+}
+
+TEST(Checkpoint, DamagedHeaderOrTrailingBytesAloneRaise) {
+  damaged_only_checkpoint_raises([](const fs::path& f) { flip_byte(f, kLengthAt); }, "corrupt header (checksum)");
+  damaged_only_checkpoint_raises(append_bytes, "4 bytes follow the");
+}
+
 TEST(Checkpoint, NoReadableCheckpointIsAnErrorOnEveryRank) {
   SharedDir dir;
   auto net = std::make_shared<Net>();

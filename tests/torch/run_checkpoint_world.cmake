@@ -1,5 +1,7 @@
 # A checkpoint saved at 2 ranks and loaded at 1 and at 3 (ctest driver, `cmake -P`); the binary also
-# checkpoints a ZeroRedundancyOptimizer, in DIR/zero_first and DIR/zero_last:
+# checkpoints a ZeroRedundancyOptimizer, in DIR/zero_first and DIR/zero_last. Then loaders saved
+# serially 31 and 29 samples into their epochs, resumed at 2 and at 3 ranks (CheckpointUnevenResume,
+# in DIR/uneven; each group of phases selects its tests with GTEST_FILTER):
 #   -DSAVE=<;-list>   the test binary at 2 ranks (mpirun -np 2 ..., or the binary with IDIST_TEST_SPAWN=2)
 #   -DLOAD1=<;-list>  the binary serial
 #   -DLOAD3=<;-list>  the binary at 3 ranks
@@ -15,6 +17,7 @@ set(ENV{OMP_NUM_THREADS} 1)
 function(run_phase label phase backend spawn command)
   string(REPLACE "\\;" ";" command "${command}")
   set(ENV{IDIST_CKPT_PHASE} ${phase})
+  set(ENV{GTEST_FILTER} "${FILTER}")
   set(ENV{IDIST_TEST_BACKEND} ${backend})
   if(spawn)
     set(ENV{IDIST_TEST_SPAWN} ${spawn})
@@ -28,6 +31,7 @@ function(run_phase label phase backend spawn command)
   endif()
 endfunction()
 
+set(FILTER "-CheckpointUnevenResume.*")
 if(SPAWN)
   run_phase("save at 2 ranks" save ${BACKEND} 2 "${SAVE}")
   run_phase("load serially" load serial "" "${LOAD1}")
@@ -37,10 +41,22 @@ else()
   run_phase("load serially" load serial "" "${LOAD1}")
   run_phase("load at 3 ranks" load ${BACKEND} "" "${LOAD3}")
 endif()
+# SAVE is the 2-rank command: here it resumes.
+set(FILTER "CheckpointUnevenResume.*")
+if(SPAWN)
+  run_phase("save serially, 31 and 29 samples in" save serial "" "${LOAD1}")
+  run_phase("resume at 2 ranks" load ${BACKEND} 2 "${SAVE}")
+  run_phase("resume at 3 ranks" load ${BACKEND} 3 "${LOAD3}")
+else()
+  run_phase("save serially, 31 and 29 samples in" save serial "" "${LOAD1}")
+  run_phase("resume at 2 ranks" load ${BACKEND} "" "${SAVE}")
+  run_phase("resume at 3 ranks" load ${BACKEND} "" "${LOAD3}")
+endif()
 file(GLOB files "${DIR}/*.pt")
 list(LENGTH files n)
 if(NOT n EQUAL 1)
   message(FATAL_ERROR "expected one checkpoint in ${DIR}, found: ${files}")
 endif()
 file(REMOVE_RECURSE "${DIR}")
-message("ok: saved at 2 ranks, loaded at 1 and 3 (other ranks without the directory)")
+message("ok: saved at 2 ranks, loaded at 1 and 3; saved serially 31 and 29 samples in, resumed at 2 and 3 "
+        "(other ranks without the directory)")

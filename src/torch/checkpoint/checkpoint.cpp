@@ -109,7 +109,10 @@ struct Checkpoint::Impl {
     return fmt::format("writing {} failed: {}", (dir / last.value_or("?")).string(), outcome.error);
   }
 
-  // The saving rank: files to delete once `name` is written, to keep n_saved (never `name` itself).
+  // The saving rank: files to delete to keep n_saved (never `name` itself), oldest first. All but
+  // the last are surplus found by load_latest (a killed save renamed its file but did not remove the
+  // oldest; a run with a larger n_saved): they go before the write, which still leaves n_saved
+  // complete files, so that saves killed one after another never leave more than n_saved + 1.
   std::vector<std::string> retain(std::uint64_t iteration, const std::string& name) {
     std::erase_if(saved, [&](const auto& s) { return s.second == name; });
     saved.emplace_back(iteration, name);
@@ -223,19 +226,21 @@ void Checkpoint::save(const CheckpointState& state) {
       m.pool.rewind();
       checkpoint::build_archive(*archive, m.items, serialized, state, world, rng_states, m.pool);
       checkpoint::BackgroundWriter::Job job = [archive, dir = m.dir, name, removals](checkpoint::Outcome& out) {
+        const auto remove = [&](const std::string& old) {
+          std::error_code ec;
+          std::filesystem::remove(dir / old, ec);
+          if (ec)
+            out.warnings.push_back(
+                fmt::format("cannot remove the old checkpoint {}: {}", (dir / old).string(), ec.message()));
+        };
+        for (std::size_t i = 0; i + 1 < removals.size(); ++i) remove(removals[i]);  // surplus (see retain)
         checkpoint::write_atomically(dir, name, [&archive](const checkpoint::Sink& sink) {
           archive->save_to([&sink](const void* data, std::size_t size) {
             sink(data, size);
             return size;
           });
         });
-        for (const auto& old : removals) {
-          std::error_code ec;
-          std::filesystem::remove(dir / old, ec);
-          if (ec)
-            out.warnings.push_back(
-                fmt::format("cannot remove the old checkpoint {}: {}", (dir / old).string(), ec.message()));
-        }
+        if (!removals.empty()) remove(removals.back());
       };
       if (m.options.background_write)
         m.writer.start(std::move(job));
