@@ -1,5 +1,6 @@
 // One case of the mismatch matrix, run in any debug mode: the last rank issues a different collective
-// from the others. Each rank prints what happened ("returned" or "raised <type>: <message>") and
+// from the others, or the same one with another shape (the collectives ignite does not have:
+// mismatch_beyond_ignite.cpp). Each rank prints what happened ("returned" or "raised <type>: <message>") and
 // exits 0; a rank killed by a signal fails the launch (spawn's SpawnError, mpirun's exit status).
 // Every rank contributes rank + 1, so a rank that returned also says whether its buffer holds what the
 // collective of the other ranks (the agreed one) would have given it ("returned the agreed result" or
@@ -14,10 +15,12 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "debug/mismatch_case.hpp"
 #include "idist/idist.hpp"
 #include "support/free_port.hpp"
 
@@ -25,17 +28,15 @@ namespace {
 
 bool odd_one() { return idist::get_rank() == idist::get_world_size() - 1; }
 
-// Runs the case; returns the first 4 values of the buffer this rank got and those the agreed collective
-// (the one ranks 0 .. n-2 issue) would have given it.
-struct Outcome {
-  std::vector<double> got, agreed;
-};
+using idist::test::Outcome;
 
 template <class T>
 std::vector<double> first4(const std::vector<T>& v) {
   return {v.begin(), v.begin() + 4};
 }
 
+// Runs the case; returns the first 4 values of the buffer this rank got and those the agreed collective
+// would have given it.
 Outcome run_case(const std::string& name) {
   const int n = idist::get_world_size();
   const float mine = float(idist::get_rank() + 1);
@@ -73,6 +74,7 @@ Outcome run_case(const std::string& name) {
     odd ? idist::all_reduce(f4) : idist::all_gather_into(std::span<const float>(f4), std::span<float>(out));
     return {odd ? first4(f4) : first4(out), std::vector<double>(4, 1.0)};  // rank 0's block first
   }
+  if (std::optional<Outcome> o = idist::test::run_beyond_ignite_case(name)) return *o;
   throw idist::ValueError("unknown case '" + name + "'");
 }
 
