@@ -40,7 +40,7 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using idist::test::scaled;
 
-constexpr std::int64_t kFloats = std::int64_t(1) << 20;  // per tensor: 16 MiB a file, milliseconds a save
+constexpr std::int64_t kFloats = std::int64_t(1) << 20;  // per tensor: a save long enough to be cut mid-write
 constexpr int kTensors = 4;                              // as checkpoint_crash_writer.cpp
 constexpr auto kStartLimit = std::chrono::seconds(60);   // exec, LibTorch's start, the resume
 constexpr auto kExitLimit = std::chrono::seconds(10);    // a SIGKILLed process to be reaped
