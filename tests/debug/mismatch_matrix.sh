@@ -9,8 +9,10 @@
 #
 # MISMATCH_CASES=all adds the cases of the collectives ignite does not have (reduce, gather, scatter,
 # reduce_scatter(_v), all_to_all(_v), each against another collective and with another count on the
-# last rank; mismatch_beyond_ignite.cpp) to the default ones. DETAIL does not compare all_to_all_v's
-# counts (each rank receives its own total), so all_to_all_v_counts is judged as without DETAIL.
+# last rank; mismatch_beyond_ignite.cpp) to the default ones. DETAIL exchanges all_to_all_v's per-pair
+# counts before the call (the fingerprints hold only each rank's total). On gloo without DETAIL,
+# all_to_all_v_counts is left out: a rank sent more than it posted is aborted by Gloo's transport thread
+# (gloo::EnforceNotMet, as under ProcessGroupGloo), which idist cannot catch (docs/debugging.md).
 #
 #   mismatch_matrix.sh <idist_mismatch_case> <gloo|mpi> <ranks> [mpirun and its flags...]
 set -u
@@ -30,6 +32,10 @@ esac
 timeout_ms=2000
 failed=0
 for c in $cases; do
+  if [ "$backend" = gloo ] && [ "${IDIST_DISTRIBUTED_DEBUG:-OFF}" != DETAIL ] && [ "$c" = all_to_all_v_counts ]; then
+    echo "case $c: left out on gloo without DETAIL (Gloo aborts the receiving process)"
+    continue
+  fi
   if [ "$backend" = mpi ]; then
     run_job_retried "$(scaled 30)" "$bin" "case $c" env IDIST_TEST_BACKEND=mpi "$@" -np "$np" "$bin" "$c" "$timeout_ms"
   else
@@ -37,7 +43,6 @@ for c in $cases; do
   fi
   echo "case $c: exit $rc after $SECONDS s of the script"
   mode=${IDIST_DISTRIBUTED_DEBUG:-OFF}
-  [ "$c" = all_to_all_v_counts ] && mode=OFF  # what DETAIL cannot see
   reports=$(grep -c "^case $c rank [0-9]*: \(returned\|raised\)" <<<"$out")
   echo "$out" | grep "^case $c rank" | cut -c1-400
   # mpi without DETAIL: a rank whose collective failed or timed out leaves the backend broken, and

@@ -1,10 +1,12 @@
 #include "core/debug/debug_model.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/debug/desync_check.hpp"
 #include "idist/error.hpp"
@@ -129,6 +131,45 @@ void DebugModel::check_same_call(const Fingerprint& fp, const ProcessGroup& grou
   debug::check_same_call(all, fp, group.name());
 }
 
+// The fingerprints cannot hold all_to_all_v's per-pair counts (each rank receives its own total), and a
+// pair that disagrees corrupts the receiver's buffer or, on gloo, aborts the process on Gloo's transport
+// thread. So DETAIL exchanges them first: an all_to_all of the counts each rank sends, compared with
+// the counts each rank expects, then an all_gather of each rank's first disagreement so that every
+// rank raises the same DesyncError before anything is executed.
+void DebugModel::check_pair_counts(const Distribution& d, const Fingerprint& fp) {
+  const ProcessGroup& group = d.group;
+  const std::size_t n = std::size_t(group.size());
+  std::vector<std::uint64_t> sends(n), announced(n);
+  for (std::size_t j = 0; j < n; ++j) sends[j] = d.in_counts[j];
+  inner_->do_distribute(Distribution{OpType::AllToAll, ConstBuffer{sends.data(), n, DType::UInt64},
+                                     Buffer{announced.data(), n, DType::UInt64}, {}, -1, group},
+                        Completion::Blocking);
+  // (sender's group rank, elements it sends, elements this rank expects), or all ones when they agree.
+  std::uint64_t mine[3] = {~0ULL, 0, 0};
+  for (std::size_t j = 0; j < n; ++j)
+    if (announced[j] != d.counts[j]) {
+      mine[0] = j;
+      mine[1] = announced[j];
+      mine[2] = d.counts[j];
+      break;
+    }
+  std::vector<std::uint64_t> all(3 * n);
+  inner_->do_gather(Gathering{OpType::AllGather, ConstBuffer{mine, 3, DType::UInt64},
+                              Buffer{all.data(), all.size(), DType::UInt64}, {}, -1, group},
+                    Completion::Blocking);
+  std::vector<std::string> pairs;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t* r = &all[3 * i];
+    if (r[0] == ~0ULL) continue;
+    pairs.push_back(fmt::format("rank {}: sends {} elements to rank {}, which expects {}",
+                                group.ranks()[std::size_t(r[0])], r[1], group.ranks()[i], r[2]));
+  }
+  if (!pairs.empty())
+    throw DesyncError(fmt::format("{} on rank {}: the ranks of group {} disagree on the counts of all_to_all_v ({}); "
+                                  "nothing was executed (IDIST_DISTRIBUTED_DEBUG=DETAIL)",
+                                  fp.name(), rank(), group.name(), fmt::join(pairs, "; ")));
+}
+
 template <class Run>
 Work DebugModel::traced(Fingerprint fp, const ProcessGroup& group, Completion how, Run run) {
   return traced(fp, group.name(), group.ranks(), &group, how, run);
@@ -164,7 +205,11 @@ Work DebugModel::do_gather(const Gathering& g, Completion how) {
 }
 
 Work DebugModel::do_distribute(const Distribution& d, Completion how) {
-  return traced(fingerprint_of(d), d.group, how, [&](Completion c) { return inner_->do_distribute(d, c); });
+  const Fingerprint fp = fingerprint_of(d);
+  return traced(fp, d.group, how, [&](Completion c) {
+    if (d.op == OpType::AllToAllV && diag_->settings().level == DebugLevel::Detail) check_pair_counts(d, fp);
+    return inner_->do_distribute(d, c);
+  });
 }
 
 Work DebugModel::do_point_to_point(const PointToPoint& p, Completion how) {

@@ -60,6 +60,8 @@ class DebugModel final : public ComputationModel {
               Completion how, Run run);
   // DETAIL: the group all-gathers the fingerprints through the backend and compares them.
   void check_same_call(const Fingerprint& fp, const ProcessGroup& group);
+  // all_to_all_v: what each rank sends to each other against what that rank expects to receive.
+  void check_pair_counts(const Distribution& d, const Fingerprint& fp);
 
   std::unique_ptr<ComputationModel> inner_;
   std::shared_ptr<Diagnostics> diag_;
