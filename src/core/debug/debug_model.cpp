@@ -141,8 +141,12 @@ void DebugModel::check_pair_counts(const Distribution& d, const Fingerprint& fp)
   const std::size_t n = std::size_t(group.size());
   std::vector<std::uint64_t> sends(n), announced(n);
   for (std::size_t j = 0; j < n; ++j) sends[j] = d.in_counts[j];
-  inner_->do_distribute(Distribution{OpType::AllToAll, ConstBuffer{sends.data(), n, DType::UInt64},
-                                     Buffer{announced.data(), n, DType::UInt64}, {}, -1, group},
+  inner_->do_distribute(Distribution{OpType::AllToAll,
+                                     ConstBuffer{sends.data(), n, DType::UInt64},
+                                     Buffer{announced.data(), n, DType::UInt64},
+                                     {},
+                                     -1,
+                                     group},
                         Completion::Blocking);
   // (sender's group rank, elements it sends, elements this rank expects), or all ones when they agree.
   std::uint64_t mine[3] = {~0ULL, 0, 0};
@@ -154,8 +158,12 @@ void DebugModel::check_pair_counts(const Distribution& d, const Fingerprint& fp)
       break;
     }
   std::vector<std::uint64_t> all(3 * n);
-  inner_->do_gather(Gathering{OpType::AllGather, ConstBuffer{mine, 3, DType::UInt64},
-                              Buffer{all.data(), all.size(), DType::UInt64}, {}, -1, group},
+  inner_->do_gather(Gathering{OpType::AllGather,
+                              ConstBuffer{mine, 3, DType::UInt64},
+                              Buffer{all.data(), all.size(), DType::UInt64},
+                              {},
+                              -1,
+                              group},
                     Completion::Blocking);
   std::vector<std::string> pairs;
   for (std::size_t i = 0; i < n; ++i) {
@@ -165,9 +173,10 @@ void DebugModel::check_pair_counts(const Distribution& d, const Fingerprint& fp)
                                 group.ranks()[std::size_t(r[0])], r[1], group.ranks()[i], r[2]));
   }
   if (!pairs.empty())
-    throw DesyncError(fmt::format("{} on rank {}: the ranks of group {} disagree on the counts of all_to_all_v ({}); "
-                                  "nothing was executed (IDIST_DISTRIBUTED_DEBUG=DETAIL)",
-                                  fp.name(), rank(), group.name(), fmt::join(pairs, "; ")));
+    throw DesyncError(
+        fmt::format("{} on rank {}: the ranks of group {} disagree on the counts of all_to_all_v ({}); "
+                    "nothing was executed (IDIST_DISTRIBUTED_DEBUG=DETAIL)",
+                    fp.name(), rank(), group.name(), fmt::join(pairs, "; ")));
 }
 
 template <class Run>
