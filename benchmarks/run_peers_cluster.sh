@@ -3,8 +3,9 @@
 # one rank per host, launched as users launch them: each host's process gets torchrun's variables
 # (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR = host 1's name, MASTER_PORT), mpi through mpirun --host.
 # Per RATE and per BATCH (samples per rank), the 32x512 MLP step of benchmarks/training:
-#   mlp_idist_gloo / mlp_idist_mpi: idist_bench_training's auto_model with default options (the bucket
-#     cap tuned during the warm-up);
+#   mlp_idist_gloo / mlp_idist_mpi: idist_bench_training's auto_model (CONFIG, default "auto_model":
+#     default options, the bucket cap tuned during the warm-up; "auto_model:25" is DDP's fixed 25 MiB cap,
+#     which needs no long warm-up);
 #   mlp_ddp_gloo: benchmarks/peers/ddp_fashion_mnist.py --mode mlp, DDP's defaults;
 # then, at CNN_RATE, the main job: the fashion_mnist example on gloo against the DDP script's CNN mode
 # (1 epoch, global batch 64). The programs take turns for ROUNDS rounds (who goes first rotates); the
@@ -16,7 +17,7 @@
 #
 # Environment: BUILD_DIR (./build), OUT_DIR (./bench-results; results in <out>/peers_cluster/), RATES
 # ("1gbit 10gbit"), BATCHES ("16 512 2048"), ROUNDS (3), STEPS (10 timed steps), WARMUP (40 untimed steps:
-# enough for the bucket tuner), CNN_RATE (1gbit; "none" skips the main job), CNN_LIMIT (0: all 60 000
+# enough for the bucket tuner), CONFIG (auto_model), CNN_RATE (1gbit; "none" skips the main job), CNN_LIMIT (0: all 60 000
 # images), PEER_PYTHON (/usr/bin/python3), RUN_TIMEOUT (seconds per program run, 900), PIN (0; 1 pins each
 # rank to one core, as idist::spawn pins its workers: host K's rank to core K-1).
 set -euo pipefail
@@ -30,6 +31,7 @@ batches=${BATCHES:-16 512 2048}
 rounds=${ROUNDS:-3}
 steps=${STEPS:-10}
 warmup=${WARMUP:-40}
+config=${CONFIG:-auto_model}
 cnn_rate=${CNN_RATE:-1gbit}
 run_timeout=${RUN_TIMEOUT:-900}
 pin=${PIN:-0}
@@ -81,7 +83,7 @@ pair() {
 run_program() {
   local p=$1 batch=$2 log=$3
   local mlp=(--warmup "$warmup" --steps "$steps")
-  local trainer_args=(--models mlp32x512 --configs auto_model --rounds 1 --seed 0 --threads 1 --batch "$batch"
+  local trainer_args=(--models mlp32x512 --configs "$config" --rounds 1 --seed 0 --threads 1 --batch "$batch"
                       "${mlp[@]}" --out-dir "$scratch" --label peers)
   rm -f "$scratch"/*.csv
   case $p in
@@ -136,6 +138,7 @@ mlp_programs=(mlp_ddp_gloo)
 [[ " $backends " == *" gloo "* ]] && mlp_programs+=(mlp_idist_gloo)
 [[ " $backends " == *" mpi "* ]] && mlp_programs+=(mlp_idist_mpi)
 echo "# $(date -u '+%F %T UTC') on $(hostname): $(nproc --all) cores; 2 emulated hosts, 1 rank each; pin=$pin;" \
+  "idist config $config, warm-up $warmup, $steps timed steps, $rounds rounds;" \
   "load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$dir/env.txt"
 for rate in $rates; do
   "$cluster" down >/dev/null 2>&1 || true
