@@ -64,7 +64,7 @@ void check_attempt_prefixes() {
                                 {.label = "torchrun agent store", .version = std::nullopt});
   const int attempt = env_int("TORCHELASTIC_RESTART_COUNT", 0);
   for (int a : {0, attempt}) {
-    const auto key = fmt::format("/worker/attempt_{}/idist/init_0/join/verdict", a);
+    const auto key = fmt::format("/worker/attempt_{}/idist/init_0/idist/join/verdict", a);
     if (!agent.check({key})) throw idist::BackendError(fmt::format("no key '{}' on {}", key, agent.describe()));
     if (agent.get_string(key) != "ok") throw idist::BackendError(fmt::format("key '{}' is not 'ok'", key));
   }
