@@ -47,6 +47,27 @@ ConstBuffer const_buffer(const Staged& s) {
 Buffer buffer(const Staged& s) { return s.buffer.defined() ? tensor_buffer(s.buffer) : Buffer{}; }
 Staged stage_if_defined(const at::Tensor& t, c10::Device dev) { return t.defined() ? stage(t, dev) : Staged{}; }
 
+// An operation in place on `t`: staged on the backend's device, issued by `op(model, buffer)`, written
+// back as `how` says.
+template <class Op>
+Work in_place(const at::Tensor& t, Completion how, Op op) {
+  ComputationModel& m = current_model();
+  const Staged s = stage(t, device_of(m));
+  return finish_in_place(op(m, tensor_buffer(s.buffer)), t, s, how);
+}
+
+// An operation from `in` into `out`, each staged on the backend's device (an undefined tensor, where
+// this rank does not use that side, stays unstaged), issued by `op(model, in, out)`, finished as `how`
+// says.
+template <class Op>
+Work in_out(const at::Tensor& in, const at::Tensor& out, Completion how, Op op) {
+  ComputationModel& m = current_model();
+  const c10::Device dev = device_of(m);
+  const Staged from = stage_if_defined(in, dev);
+  const Staged to = stage_if_defined(out, dev);
+  return finish_out(op(m, const_buffer(from), buffer(to)), from, out, to, how);
+}
+
 }  // namespace
 
 int rank() { return current_model().rank(); }
@@ -61,89 +82,60 @@ Completion bucket_completion() {
 void check_src(int src, std::string_view fn) { detail::check_src(current_model(), src, fn); }
 
 Work all_reduce(const at::Tensor& t, ReduceOp op, const Group& group, Completion how) {
-  ComputationModel& m = current_model();
-  const Staged s = stage(t, device_of(m));
-  return finish_in_place(m.all_reduce(tensor_buffer(s.buffer), op, group, how), t, s, how);
+  return in_place(t, how, [&](ComputationModel& m, Buffer b) { return m.all_reduce(b, op, group, how); });
 }
 
 Work broadcast(const at::Tensor& t, int src, const Group& group, Completion how) {
-  ComputationModel& m = current_model();
-  const Staged s = stage(t, device_of(m));
-  return finish_in_place(m.broadcast(tensor_buffer(s.buffer), src, group, how), t, s, how);
+  return in_place(t, how, [&](ComputationModel& m, Buffer b) { return m.broadcast(b, src, group, how); });
 }
 
 Work reduce(const at::Tensor& t, int dst, ReduceOp op, const Group& group, Completion how) {
-  ComputationModel& m = current_model();
-  const Staged s = stage(t, device_of(m));
-  return finish_in_place(m.reduce(tensor_buffer(s.buffer), op, dst, group, how), t, s, how);
+  return in_place(t, how, [&](ComputationModel& m, Buffer b) { return m.reduce(b, op, dst, group, how); });
 }
 
 Work all_gather(const at::Tensor& in, const at::Tensor& out, const Group& group, Completion how) {
-  ComputationModel& m = current_model();
-  const c10::Device dev = device_of(m);
-  const Staged from = stage(in, dev);
-  const Staged to = stage(out, dev);
-  return finish_out(m.all_gather(const_buffer(from), buffer(to), group, how), from, out, to, how);
+  return in_out(in, out, how,
+                [&](ComputationModel& m, ConstBuffer i, Buffer o) { return m.all_gather(i, o, group, how); });
 }
 
 Work all_gather_v(const at::Tensor& in, const at::Tensor& out, std::span<const std::size_t> counts, const Group& group,
                   Completion how) {
-  ComputationModel& m = current_model();
-  const c10::Device dev = device_of(m);
-  const Staged from = stage(in, dev);
-  const Staged to = stage(out, dev);
-  return finish_out(m.all_gather_v(const_buffer(from), buffer(to), counts, group, how), from, out, to, how);
+  return in_out(in, out, how,
+                [&](ComputationModel& m, ConstBuffer i, Buffer o) { return m.all_gather_v(i, o, counts, group, how); });
 }
 
 Work gather(const at::Tensor& in, const at::Tensor& out, int dst, const Group& group, Completion how) {
-  ComputationModel& m = current_model();
-  const c10::Device dev = device_of(m);
-  const Staged from = stage(in, dev);
-  const Staged to = stage_if_defined(out, dev);
-  return finish_out(m.gather(const_buffer(from), buffer(to), dst, group, how), from, out, to, how);
+  return in_out(in, out, how,
+                [&](ComputationModel& m, ConstBuffer i, Buffer o) { return m.gather(i, o, dst, group, how); });
 }
 
 Work scatter(const at::Tensor& in, const at::Tensor& out, int src, const Group& group, Completion how) {
-  ComputationModel& m = current_model();
-  const c10::Device dev = device_of(m);
-  const Staged to = stage(out, dev);
-  const Staged from = stage_if_defined(in, dev);
-  return finish_out(m.scatter(const_buffer(from), buffer(to), src, group, how), from, out, to, how);
+  return in_out(in, out, how,
+                [&](ComputationModel& m, ConstBuffer i, Buffer o) { return m.scatter(i, o, src, group, how); });
 }
 
 Work reduce_scatter(const at::Tensor& in, const at::Tensor& out, ReduceOp op, const Group& group, Completion how) {
-  ComputationModel& m = current_model();
-  const c10::Device dev = device_of(m);
-  const Staged from = stage(in, dev);
-  const Staged to = stage(out, dev);
-  return finish_out(m.reduce_scatter(const_buffer(from), buffer(to), op, group, how), from, out, to, how);
+  return in_out(in, out, how,
+                [&](ComputationModel& m, ConstBuffer i, Buffer o) { return m.reduce_scatter(i, o, op, group, how); });
 }
 
 Work reduce_scatter_v(const at::Tensor& in, const at::Tensor& out, std::span<const std::size_t> counts, ReduceOp op,
                       const Group& group, Completion how) {
-  ComputationModel& m = current_model();
-  const c10::Device dev = device_of(m);
-  const Staged from = stage(in, dev);
-  const Staged to = stage(out, dev);
-  return finish_out(m.reduce_scatter_v(const_buffer(from), buffer(to), counts, op, group, how), from, out, to, how);
+  return in_out(in, out, how, [&](ComputationModel& m, ConstBuffer i, Buffer o) {
+    return m.reduce_scatter_v(i, o, counts, op, group, how);
+  });
 }
 
 Work all_to_all(const at::Tensor& in, const at::Tensor& out, const Group& group, Completion how) {
-  ComputationModel& m = current_model();
-  const c10::Device dev = device_of(m);
-  const Staged from = stage(in, dev);
-  const Staged to = stage(out, dev);
-  return finish_out(m.all_to_all(const_buffer(from), buffer(to), group, how), from, out, to, how);
+  return in_out(in, out, how,
+                [&](ComputationModel& m, ConstBuffer i, Buffer o) { return m.all_to_all(i, o, group, how); });
 }
 
 Work all_to_all_v(const at::Tensor& in, const at::Tensor& out, std::span<const std::size_t> out_counts,
                   std::span<const std::size_t> in_counts, const Group& group, Completion how) {
-  ComputationModel& m = current_model();
-  const c10::Device dev = device_of(m);
-  const Staged from = stage(in, dev);
-  const Staged to = stage(out, dev);
-  return finish_out(m.all_to_all_v(const_buffer(from), buffer(to), out_counts, in_counts, group, how), from, out, to,
-                    how);
+  return in_out(in, out, how, [&](ComputationModel& m, ConstBuffer i, Buffer o) {
+    return m.all_to_all_v(i, o, out_counts, in_counts, group, how);
+  });
 }
 
 Work send(const at::Tensor& t, int dst, int tag, Completion how) {
@@ -155,9 +147,7 @@ Work send(const at::Tensor& t, int dst, int tag, Completion how) {
 }
 
 Work recv(const at::Tensor& t, int src, int tag, Completion how) {
-  ComputationModel& m = current_model();
-  const Staged s = stage(t, device_of(m));
-  return finish_in_place(m.recv(tensor_buffer(s.buffer), src, tag, how), t, s, how);
+  return in_place(t, how, [&](ComputationModel& m, Buffer b) { return m.recv(b, src, tag, how); });
 }
 
 }  // namespace idist::detail::comm
