@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "idist/idist.hpp"
+#include "index_loader.hpp"
 #include "support/error_message.hpp"
 #include "test_device.hpp"
 #include "torch/checkpoint/optimizer_state.hpp"
@@ -662,22 +663,8 @@ TEST(Checkpoint, TakesObjectsByReference) {
   expect_same_state(net, net2);  // the momentum came back
 }
 
-// A dataset whose examples are their own index.
-auto index_dataset(std::int64_t n) {
-  return torch::data::datasets::TensorDataset(torch::arange(n, torch::kLong).reshape({n, 1}))
-      .map(torch::data::transforms::Stack<torch::data::TensorExample>());
-}
-using IndexLoader = idist::DataLoader<decltype(index_dataset(1))>;
-
-std::vector<std::int64_t> read_batches(IndexLoader& loader, std::size_t max_batches = SIZE_MAX) {
-  std::vector<std::int64_t> out;
-  std::size_t n = 0;
-  for (auto& batch : loader) {
-    for (std::int64_t i = 0; i < batch.data.size(0); ++i) out.push_back(batch.data[i][0].item<std::int64_t>());
-    if (++n == max_batches) break;
-  }
-  return out;
-}
+using idist::test::index_dataset;
+using idist::test::read_indices;
 
 // A loader saved mid-epoch resumes exactly where it stood (same world size), with shuffling by the
 // distributed sampler (world size > 1) or LibTorch's RandomSampler over the global generator (serial).
@@ -690,7 +677,7 @@ TEST(Checkpoint, LoaderResumesMidEpoch) {
     Checkpoint ckpt(dir.path, {{"model", net}, {"loader", loader}});
     torch::manual_seed(5);
     loader.set_epoch(2);
-    read_batches(loader, 3);
+    read_indices(loader, 3);
     EXPECT_EQ(loader.position().consumed_samples, std::uint64_t(3 * 4 * ws()));
     ckpt.save({.epoch = 2, .iteration = 3});
     ckpt.wait();  // another Checkpoint object reads it below
@@ -700,7 +687,7 @@ TEST(Checkpoint, LoaderResumesMidEpoch) {
         index_dataset(103), {.batch_size = std::size_t(4 * ws()), .num_workers = workers, .shuffle = true});
     torch::manual_seed(5);
     reference.set_epoch(2);
-    const auto whole = read_batches(reference);
+    const auto whole = read_indices(reference);
     const std::vector<std::int64_t> rest(whole.begin() + 12, whole.end());
 
     auto fresh = idist::auto_dataloader(index_dataset(103),
@@ -710,18 +697,18 @@ TEST(Checkpoint, LoaderResumesMidEpoch) {
     ASSERT_TRUE(resumed.load_latest().has_value());
     EXPECT_EQ(fresh.sampler().epoch(), 2u);
     fresh.set_epoch(2);  // the same epoch keeps the position
-    EXPECT_EQ(read_batches(fresh), rest) << "workers " << workers;
+    EXPECT_EQ(read_indices(fresh), rest) << "workers " << workers;
     fresh.set_epoch(3);  // the next epoch starts at its beginning
-    EXPECT_EQ(read_batches(fresh).size(), whole.size());
+    EXPECT_EQ(read_indices(fresh).size(), whole.size());
   }
 }
 
 TEST(Checkpoint, SetEpochWithAStartSampleSkipsThem) {
   auto loader = idist::auto_dataloader(index_dataset(40), {.batch_size = std::size_t(2 * ws()), .shuffle = false});
   loader.set_epoch(0);
-  const auto whole = read_batches(loader);
+  const auto whole = read_indices(loader);
   loader.set_epoch(0, std::uint64_t(6 * ws()));
-  const auto rest = read_batches(loader);
+  const auto rest = read_indices(loader);
   EXPECT_EQ(rest, std::vector<std::int64_t>(whole.begin() + 6, whole.end()));
   EXPECT_EQ(loader.position().consumed_samples, std::uint64_t(whole.size() * std::size_t(ws())));
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "idist/idist.hpp"
+#include "index_loader.hpp"
 
 namespace {
 
@@ -36,10 +37,7 @@ std::filesystem::path directory() {
   return idist::get_rank() == 0 ? std::filesystem::path(dir ? dir : "") / "uneven" : "/nonexistent/idist-ckpt-uneven";
 }
 
-auto index_dataset() {
-  return torch::data::datasets::TensorDataset(torch::arange(kDataset, torch::kLong).reshape({kDataset, 1}))
-      .map(torch::data::transforms::Stack<torch::data::TensorExample>());
-}
+auto index_dataset() { return idist::test::index_dataset(kDataset); }
 
 auto make_loader(std::size_t batch) {
   return idist::auto_dataloader(
@@ -47,16 +45,6 @@ auto make_loader(std::size_t batch) {
       {.batch_size = batch, .sampler = std::make_shared<idist::DistributedSampler>(std::size_t(kDataset))});
 }
 using Loader = decltype(make_loader(1));
-
-std::vector<std::int64_t> read(Loader& loader, std::size_t max_batches) {
-  std::vector<std::int64_t> out;
-  std::size_t n = 0;
-  for (auto& batch : loader) {
-    for (std::int64_t i = 0; i < batch.data.size(0); ++i) out.push_back(batch.data[i][0].item<std::int64_t>());
-    if (++n == max_batches) break;
-  }
-  return out;
-}
 
 void save_phase() {
   ASSERT_EQ(idist::get_world_size(), 1) << "the save phase runs serially";
@@ -67,10 +55,10 @@ void save_phase() {
     const Case& c = kCases[i];
     Loader whole = make_loader(kDataset);  // the oracle: the epoch's order, uninterrupted
     whole.set_epoch(c.epoch);
-    const std::vector<std::int64_t> order = read(whole, SIZE_MAX);
+    const std::vector<std::int64_t> order = idist::test::read_indices(whole);
     ASSERT_EQ(order.size(), std::size_t(kDataset));
     loaders[i]->set_epoch(c.epoch);
-    const std::vector<std::int64_t> head = read(*loaders[i], 1);
+    const std::vector<std::int64_t> head = idist::test::read_indices(*loaders[i], 1);
     ASSERT_EQ(head, std::vector<std::int64_t>(order.begin(), order.begin() + std::ptrdiff_t(c.consumed)));
     ASSERT_EQ(loaders[i]->position().consumed_samples, c.consumed);
     orders[std::string("order_") + c.name] = torch::tensor(order, torch::kLong);
@@ -105,7 +93,7 @@ void load_phase() {
 
     EXPECT_EQ(loaders[i]->sampler().epoch(), c.epoch);
     loaders[i]->set_epoch(c.epoch);
-    const std::vector<std::int64_t> seen = read(*loaders[i], SIZE_MAX);
+    const std::vector<std::int64_t> seen = idist::test::read_indices(*loaders[i]);
     EXPECT_EQ(seen, expected);
 
     // All ranks together: every sample after the saved position, and the consumed mod R before it.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "idist/idist.hpp"
+#include "index_loader.hpp"
 #include "test_device.hpp"
 
 namespace {
@@ -27,10 +28,7 @@ std::filesystem::path directory() {
   return idist::get_rank() == 0 ? std::filesystem::path(env("IDIST_CKPT_DIR")) : "/nonexistent/idist-ckpt-world";
 }
 
-auto index_dataset() {
-  return torch::data::datasets::TensorDataset(torch::arange(kDataset, torch::kLong).reshape({kDataset, 1}))
-      .map(torch::data::transforms::Stack<torch::data::TensorExample>());
-}
+auto index_dataset() { return idist::test::index_dataset(kDataset); }
 
 // A module of type M on test_device().
 template <class M, class... Args>
@@ -53,16 +51,6 @@ struct Objects {
                                {.require_empty = false}};
 };
 
-std::vector<std::int64_t> read(decltype(Objects::loader)& loader, std::size_t max_batches) {
-  std::vector<std::int64_t> out;
-  std::size_t n = 0;
-  for (auto& batch : loader) {
-    for (std::int64_t i = 0; i < batch.data.size(0); ++i) out.push_back(batch.data[i][0].item<std::int64_t>());
-    if (++n == max_batches) break;
-  }
-  return out;
-}
-
 TEST(CheckpointAcrossWorldSizes, Phase) {
   const std::string phase = env("IDIST_CKPT_PHASE");
   ASSERT_TRUE(phase == "save" || phase == "load") << "IDIST_CKPT_PHASE=" << phase;
@@ -78,7 +66,7 @@ TEST(CheckpointAcrossWorldSizes, Phase) {
     o.model->bias.copy_(torch::tensor({1.0F, 2.0F, 3.0F}));
     o.norm->running_mean.fill_(0.25);
     o.loader.set_epoch(kEpoch);
-    read(o.loader, kBatchesRead);
+    idist::test::read_indices(o.loader, kBatchesRead);
     torch::manual_seed(100 + rank);
     o.checkpoint.save({.epoch = kEpoch, .iteration = 42, .values = {{"note", std::string("saved at 2")}}});
     o.checkpoint.wait();
@@ -112,7 +100,7 @@ TEST(CheckpointAcrossWorldSizes, Phase) {
   const auto all = truth.indices();
   const std::size_t skip = kBatchesRead * (kGlobalBatch / 2) * 2 / std::size_t(world);
   o.loader.set_epoch(kEpoch);
-  const auto rest = read(o.loader, SIZE_MAX);
+  const auto rest = idist::test::read_indices(o.loader);
   ASSERT_EQ(rest.size(), all.size() - skip);
   for (std::size_t j = 0; j < rest.size(); ++j) EXPECT_EQ(std::size_t(rest[j]), all[skip + j]) << "rank " << rank;
 }
