@@ -20,17 +20,20 @@ keep_checkpoint() {
   log "kept checkpoint_$2.pt for the fault-free reference ($3)"
 }
 
-# check_reference LOG DIR ITERATION WORLD: the reference (output in LOG) resumed from DIR/checkpoint_<ITERATION>.pt
-# at WORLD ranks and ended there.
-check_reference() {
-  local log=$1 dir=$2 iteration=$3 world=$4 line json
+# check_resumed WHAT LOG DIR ITERATION WORLD: the run WHAT (output in LOG) last resumed from
+# DIR/checkpoint_<ITERATION>.pt and ended at WORLD ranks with that resume in its summary line.
+check_resumed() {
+  local what=$1 log=$2 dir=$3 iteration=$4 world=$5 line json
   line=$(grep "fashion_mnist: resuming from" "$log" | tail -n 1 || true)
   [[ $line == *"resuming from $dir/checkpoint_$iteration.pt "* ]] ||
-    fail "the reference run did not resume from $dir/checkpoint_$iteration.pt: ${line:-no resume line}"
+    fail "$what did not resume from $dir/checkpoint_$iteration.pt: ${line:-no resume line}"
   json=$(grep '"world_size"' "$log" | tail -n 1 || true)
   [[ $json == *"\"world_size\": $world,"* && $json == *"\"resumed_iteration\": $iteration,"* ]] ||
-    fail "the reference run did not end at world size $world resumed from $iteration: ${json:-no summary line}"
+    fail "$what did not end at world size $world resumed from $iteration: ${json:-no summary line}"
 }
+
+# check_reference LOG DIR ITERATION WORLD: check_resumed for the fault-free reference run.
+check_reference() { check_resumed "the reference run" "$@"; }
 
 # same_digest WHAT FAULT_LOG REFERENCE_LOG ITERATION: the faulted run's final weights equal the reference's
 # (both resumed from checkpoint_<ITERATION>.pt); a mismatch fails with both digests. WHAT names the run in the log.

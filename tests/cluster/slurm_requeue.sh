@@ -10,7 +10,7 @@
 # Prints "requeue-timing: ..." (fault -> requeued attempt started -> its first step).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-# digest_of, keep_checkpoint, check_reference, same_digest: the resumed state against a fault-free reference.
+# digest_of, keep_checkpoint, check_resumed, check_reference, same_digest: the resumed state against a fault-free reference.
 source "$(dirname "${BASH_SOURCE[0]}")/digest.sh"
 
 example="$IDIST_BUILD_DIR/examples/fashion_mnist/fashion_mnist"
@@ -106,12 +106,7 @@ log "job $job ended $state, $(calc "$(now) - $t_fault") s after the fault"
 restarts=$(job_field "$job" Restarts)
 [ "$restarts" = 1 ] || fail "job $job: Restarts=$restarts, expected 1"
 grep -q "^attempt 1 on $h1 " "$LOGS/requeue.out" || fail "the requeued attempt did not run on $h1"
-line=$(grep "fashion_mnist: resuming from" "$LOGS/requeue.out" | tail -n 1 || true)
-[[ $line == *"resuming from $ckpt/checkpoint_$at_fault.pt "* ]] ||
-  fail "expected a resume from checkpoint_$at_fault.pt, got: ${line:-none}"
-json=$(grep '"world_size"' "$LOGS/requeue.out" | tail -n 1 || true)
-[[ $json == *'"world_size": 2,'* && $json == *"\"resumed_iteration\": $at_fault"* ]] ||
-  fail "no summary line of a world of 2 resumed at $at_fault: $json"
+check_resumed "the requeued job" "$LOGS/requeue.out" "$ckpt" "$at_fault" 2
 [ -e "$ckpt/checkpoint_800.pt" ] || fail "the requeued attempt did not reach step 800 (no checkpoint_800.pt)"
 
 t_attempt=$(grep "^attempt 1 on" "$LOGS/requeue.out" | awk '{ print $NF }')
