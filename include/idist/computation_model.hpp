@@ -1,10 +1,11 @@
 #pragma once
 /// @file
-/// The abstract ComputationModel every backend implements (mirrors ignite.distributed.comp_models'
+/// idist::ComputationModel, the front door of the current backend (mirrors ignite.distributed.comp_models'
 /// ComputationModel, with torch.distributed's process-group collectives folded in).
 ///
 /// Users rarely touch it: the free functions of idist dispatch to the current model. Backend authors
-/// implement one subclass in `src/BACKEND/` and register a factory in src/core/registry.cpp.
+/// implement the internal interface of src/core/backend.hpp in `src/BACKEND/` and register a factory
+/// in src/core/registry.cpp.
 
 #include <chrono>
 #include <cstddef>
@@ -25,29 +26,35 @@
 
 namespace idist {
 
-namespace core::debug {
-class DebugModel;     // src/core/debug: forwards checked operations to the backend's do_* functions
-class ProgressBoard;  // src/core/debug: where ranks publish their progress for timeout messages
-}  // namespace core::debug
-
-/// One distributed configuration: serial, mpi, gloo or nccl.
+/// One distributed configuration: serial, mpi, gloo or nccl — the front door of its backend.
 ///
 /// Each operation has one front door for every backend (all_reduce(), all_gather(), ...): it checks the
 /// arguments once, in the same words on every backend, resolves the group once (process_group()), lets
 /// a rank outside the group return at once, and hands the backend a descriptor of the operation
 /// (operation.hpp) with the Completion the caller asked for. Buffers passed live on buffer_device() and
-/// stay valid until the Work completes. The backend implements the protected do_* functions, one per
-/// data-movement family, whose defaults throw `BackendError("the X backend does not support Y")`.
-class ComputationModel {
+/// stay valid until the Work completes.
+///
+/// The class is final and has no virtual function: what differs between backends is the Backend it
+/// owns, an internal interface (src/core/backend.hpp, c10d's Backend under its ProcessGroup) with one
+/// virtual function per data-movement family. initialize() makes the model; users reach it through
+/// current_model() and the free functions.
+class ComputationModel final {
  public:
-  virtual ~ComputationModel();
+  /// The backend interface the model dispatches to. Internal: defined in src/core/backend.hpp, where
+  /// the serial, mpi, gloo and nccl backends and the debug layer implement it.
+  class Backend;
+
+  /// Takes ownership of `backend`, fully initialized (its layout and world group known).
+  explicit ComputationModel(std::unique_ptr<Backend> backend);
+  /// Destroys the backend without a collective call (finalize() is the collective teardown).
+  ~ComputationModel();
   ComputationModel(const ComputationModel&) = delete;
   ComputationModel& operator=(const ComputationModel&) = delete;
 
   /// "serial" or "native-dist" (ignite's model names: _SerialModel, _NativeDistModel).
-  virtual std::string model_name() const = 0;
+  std::string model_name() const;
   /// std::nullopt for serial, else "mpi", "gloo" or "nccl".
-  virtual std::optional<std::string> backend() const = 0;
+  std::optional<std::string> backend() const;
 
   /// Rank of this process in the world, in [0, world_size()).
   int rank() const noexcept { return layout_.rank; }
@@ -64,28 +71,20 @@ class ComputationModel {
   /// All six numbers above at once.
   const WorldLayout& layout() const noexcept { return layout_; }
   /// The device this rank computes on (see idist::device()).
-  virtual Device device() const;
+  Device device() const;
   /// Hint for the local rank when the context was created outside idist (ignite's set_local_rank):
   /// backends that discover ranks from their launcher (mpi, gloo) take it; serial and nccl (whose
   /// device is already chosen by the local rank) ignore it.
-  virtual void set_local_rank(int local_rank);
-  /// Whether a non-blocking collective advances while the caller computes (a worker thread, a GPU
-  /// stream). For mpi only with its progress thread (InitOptions::mpi_progress_thread; by default
-  /// across nodes): Open MPI progresses non-blocking collectives only inside MPI calls.
-  /// auto_model's reducer keeps one bucket in flight on such backends, since more would overlap
-  /// nothing and each costs the backend scratch memory.
-  virtual bool has_async_progress() const { return true; }
+  void set_local_rank(int local_rank);
+  /// Whether a non-blocking operation advances while the caller computes (a worker thread, a GPU
+  /// stream): true for gloo and nccl; for mpi only with its progress thread
+  /// (InitOptions::mpi_progress_thread; by default across nodes), since Open MPI progresses
+  /// non-blocking collectives only inside MPI calls.
+  bool has_async_progress() const;
   /// The network interface and address this rank's transport listens on, and why it was chosen,
   /// e.g. "eth0 198.18.0.2 (routes to MASTER_ADDR node1 (198.18.0.1))"; nullopt for backends that do
   /// not choose one themselves (serial; mpi, whose transports Open MPI selects). Logged by show_config().
-  virtual std::optional<std::string> network_interface() const { return std::nullopt; }
-  /// Where the debug layer publishes each rank's progress, so that a timeout names the ranks that
-  /// never arrived: the rendezvous store of gloo and nccl; nullptr where there is none (serial, mpi).
-  /// An internal type.
-  virtual std::shared_ptr<core::debug::ProgressBoard> progress_board() { return nullptr; }
-  /// The backend's own model under any diagnostic wrapper (IDIST_DISTRIBUTED_DEBUG): itself unless
-  /// overridden. For code that needs the concrete backend class (benchmarks, tests).
-  virtual ComputationModel& backend_model() { return *this; }
+  std::optional<std::string> network_interface() const;
   /// Timeout of every wait: rendezvous and collectives. Milliseconds.
   std::chrono::milliseconds timeout() const noexcept { return timeout_; }
   /// Identifies this model among every model of the process (ProcessGroup::owner()).
@@ -93,7 +92,7 @@ class ComputationModel {
 
   /// Tears the backend down (collective). Called once by idist::finalize(); never by a destructor,
   /// so that a failing rank does not hang in a collective teardown while unwinding.
-  virtual void finalize() {}
+  void finalize();
 
   /// `group` as this backend resolved it: its members, this rank's position (rank() -1 outside it)
   /// and the communicator. The world and a Group made by new_group() cost no lookup; a rank list is
@@ -106,7 +105,7 @@ class ComputationModel {
   /// Where spans given to the collectives must live: the host (Device{}) for serial, mpi and gloo;
   /// the rank's CUDA device for nccl (which also accepts host memory and stages it). The LibTorch
   /// layer places its buffers by it.
-  virtual Device buffer_device() const { return Device{}; }
+  Device buffer_device() const noexcept { return buffer_device_; }
 
   // The operations. On a rank outside `group` each returns a completed Work at once and leaves the
   // buffers as they are (ignite: such a rank gets its input back). With Completion::Blocking the call
@@ -174,8 +173,9 @@ class ComputationModel {
   /// back to back (torch.distributed.all_to_all_single with split sizes, in elements).
   /// @throws ValueError when either list has not one entry per group rank, in.count != sum(in_counts),
   ///         out.count != sum(out_counts), the dtypes differ, or a buffer lives where the backend cannot
-  ///         read it. A count that disagrees with the peer's is not seen here (the operation fails or
-  ///         times out; IDIST_DISTRIBUTED_DEBUG=DETAIL does not compare per-rank counts either).
+  ///         read it. A count that disagrees with the peer's is not seen here: the operation fails or
+  ///         times out (on gloo, Gloo aborts the process); IDIST_DISTRIBUTED_DEBUG=DETAIL compares the
+  ///         per-pair counts first and raises DesyncError on every rank.
   Work all_to_all_v(ConstBuffer in, Buffer out, std::span<const std::size_t> out_counts,
                     std::span<const std::size_t> in_counts, const Group& group = {},
                     Completion how = Completion::Async);
@@ -196,64 +196,25 @@ class ComputationModel {
   /// (unsupported).
   void monitored_barrier(const Group& group, std::chrono::milliseconds timeout, bool wait_all_ranks);
 
- protected:
-  /// @param timeout bound on rendezvous and on every collective (InitOptions::timeout).
-  explicit ComputationModel(std::chrono::milliseconds timeout);
-  /// Records the layout the backend discovered (the serial model keeps the default: rank 0 of 1) and
-  /// makes a plain world group for it.
-  void set_layout(const WorldLayout& layout);
-  /// The local rank part of set_layout(), for set_local_rank() overrides.
-  void set_layout_local_rank(int local_rank) noexcept { layout_.local_rank = local_rank; }
-  /// Replaces the world group by the backend's own (with its communicator), after set_layout().
-  void set_world_group(std::shared_ptr<ProcessGroup> world) noexcept { world_ = std::move(world); }
-  /// The world group.
-  const std::shared_ptr<ProcessGroup>& world_group() const noexcept { return world_; }
-  /// Throws BackendError("the <backend> backend does not support <op>").
-  [[noreturn]] void unsupported(OpType op) const;
+ private:
+  friend class Backend;  // Backend::of() hands internal code the backend behind a model
+  struct GroupTable;     // the groups made from rank lists (computation_model.cpp)
 
-  /// Checks that a buffer given to operation `op` as argument `arg` lives on `device` where this
-  /// backend can read it. Every backend reads host memory, so only a device buffer costs a call.
-  /// @throws ValueError (from check_device_buffer()).
+  // Host memory passes inline; any other goes to the backend, which refuses what it cannot read.
   void check_buffer(OpType op, std::string_view arg, const Device& device) const {
     if (device.type != DeviceType::CPU) [[unlikely]]
       check_device_buffer(op, arg, device);
   }
-  /// check_buffer() for a buffer on `device`, not the host. The default refuses it (mpi, gloo).
-  /// @throws ValueError naming the backend, `op`, `arg` and the device.
-  virtual void check_device_buffer(OpType op, std::string_view arg, const Device& device) const;
-
-  /// Makes the group of `sorted_ranks` (validated, ascending) as seen from this rank, member or not,
-  /// on the group's first use; for mpi and nccl a collective call over the world. All the ranks may
-  /// be listed: the backend returns its world group, or (mpi) a communicator of its own. The default
-  /// makes a plain ProcessGroup (serial). Called under the group table's lock.
-  /// @throws BackendError when the backend fails to create the communicator.
-  virtual std::shared_ptr<ProcessGroup> create_group(std::vector<int> sorted_ranks);
-
-  // What each backend implements: the operations of one family, checked, on a group of which this rank
-  // is a member, completed as `how` says. Every default throws unsupported().
-  /// A reduction (Reduction::op: AllReduce, Reduce, ReduceScatter, ReduceScatterV).
-  virtual Work do_reduce(const Reduction& r, Completion how);
-  /// A gathering (Gathering::op: AllGather, AllGatherV, Gather).
-  virtual Work do_gather(const Gathering& g, Completion how);
-  /// A distribution (Distribution::op: Broadcast, Scatter, AllToAll, AllToAllV).
-  virtual Work do_distribute(const Distribution& d, Completion how);
-  /// A message to or from one rank (PointToPoint::op: Send, Recv).
-  virtual Work do_point_to_point(const PointToPoint& p, Completion how);
-  /// A barrier of `group`.
-  virtual Work do_barrier(const ProcessGroup& group, Completion how);
-  /// monitored_barrier over a group of two or more ranks, this rank a member.
-  virtual void do_monitored_barrier(const ProcessGroup& group, std::chrono::milliseconds timeout, bool wait_all_ranks);
-
- private:
-  friend class core::debug::DebugModel;  // wraps a backend: its checked operations go to the backend's do_*
-  struct GroupTable;                     // the groups made from rank lists (computation_model.cpp)
-
+  void check_device_buffer(OpType op, std::string_view arg, const Device& device) const;
   // Resolution of a rank list: found by the list as written, else validated and created.
   const ProcessGroup& resolve_list(const Group& group);
 
-  std::chrono::milliseconds timeout_;
+  std::unique_ptr<Backend> backend_;
+  // Copies of what the backend discovered, so that the accessors above are inline.
   WorldLayout layout_;
+  std::chrono::milliseconds timeout_;
   std::uint64_t id_;
+  Device buffer_device_;
   std::shared_ptr<ProcessGroup> world_;
   std::unique_ptr<GroupTable> groups_;
 };

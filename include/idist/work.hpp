@@ -6,11 +6,8 @@
 
 #include <any>
 #include <chrono>
-#include <condition_variable>
-#include <exception>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string_view>
 #include <type_traits>
@@ -20,41 +17,6 @@
 #include "idist/op_type.hpp"
 
 namespace idist {
-
-namespace detail {
-
-/// What a backend implements for one in-flight operation. Thread-safe.
-class WorkImpl {
- public:
-  virtual ~WorkImpl() = default;
-  /// Non-blocking: drives progress and returns true once the operation has finished (or failed).
-  virtual bool test() = 0;
-  /// Blocks until the operation has finished or `deadline` passed; returns false on timeout.
-  /// @throws BackendError (or another idist::Error) when the operation failed.
-  virtual bool wait_until(std::chrono::steady_clock::time_point deadline) = 0;
-  /// Orders the caller's current device stream after the operation without blocking the host, where
-  /// the operation allows it (a GPU collective whose results stay on the device). Returns false when
-  /// the host has to wait instead (host results, a failed operation, a backend without streams).
-  virtual bool wait_on_stream() { return false; }
-};
-
-/// A WorkImpl completed by another thread (a backend's worker thread or watchdog) through
-/// finish(). Backends whose algorithms block (Gloo) run them on a worker and hand out this.
-class AsyncWorkImpl : public WorkImpl {
- public:
-  /// Marks the operation finished; `error` is rethrown by wait_until() when set.
-  void finish(std::exception_ptr error = nullptr);
-  bool test() override;
-  bool wait_until(std::chrono::steady_clock::time_point deadline) override;
-
- private:
-  std::mutex mutex_;
-  std::condition_variable done_cv_;
-  bool done_ = false;
-  std::exception_ptr error_;
-};
-
-}  // namespace detail
 
 /// Handle of a non-blocking operation, and the future of the continuations added to it.
 ///
@@ -66,6 +28,10 @@ class AsyncWorkImpl : public WorkImpl {
 /// returns `all_reduce_async(bucket).then([bucket] { return bucket; })`.
 class Work {
  public:
+  /// What a backend implements for one in-flight operation. Internal: defined in
+  /// src/core/work_impl.hpp.
+  class Impl;
+
   /// An already completed operation without a value (what every call returns on a rank outside the
   /// group, and the blocking forms). Allocates nothing.
   Work() = default;
@@ -73,7 +39,7 @@ class Work {
   /// Wraps a backend operation. `op` and `rank` name it in error messages; `timeout` (milliseconds)
   /// bounds wait() when the caller gives no timeout of its own. A null `impl` is an operation that
   /// has completed; its continuations run at wait().
-  Work(std::shared_ptr<detail::WorkImpl> impl, OpType op, int rank, std::chrono::milliseconds timeout);
+  Work(std::shared_ptr<Impl> impl, OpType op, int rank, std::chrono::milliseconds timeout);
 
   /// An already completed Work whose value() is `value` (torch.futures.Future with a result set).
   template <class T>

@@ -7,7 +7,7 @@
 #include <climits>
 #include <memory>
 
-#include "core/debug/debug_model.hpp"
+#include "core/debug/debug_backend.hpp"
 #include "core/local_rank_hint.hpp"
 #include "core/need_to_sync.hpp"
 #include "core/registry.hpp"
@@ -20,7 +20,14 @@ namespace idist {
 
 namespace {
 
-std::unique_ptr<ComputationModel> serial_model() { return core::serial().create(InitOptions{}); }
+// The front door over `backend`, decorated by the debug layer when `debug` asks for it.
+std::unique_ptr<ComputationModel> model_of(std::unique_ptr<core::Backend> backend, const core::debug::Settings& debug) {
+  return std::make_unique<ComputationModel>(core::debug::wrap(std::move(backend), debug));
+}
+
+std::unique_ptr<ComputationModel> serial_model() {
+  return std::make_unique<ComputationModel>(core::serial().create(InitOptions{}));
+}
 
 struct ContextState {
   std::unique_ptr<ComputationModel> model = serial_model();
@@ -43,9 +50,9 @@ ContextState& state() {
 bool try_adopt() {
   for (const auto& entry : core::backends()) {
     if (!entry.adopt) continue;
-    if (auto model = entry.adopt()) {
-      if (state().local_rank_hint) model->set_local_rank(*state().local_rank_hint);
-      state().model = core::debug::wrap(std::move(model), core::debug::read_settings(std::nullopt));
+    if (auto backend = entry.adopt()) {
+      if (state().local_rank_hint) backend->set_local_rank(*state().local_rank_hint);
+      state().model = model_of(std::move(backend), core::debug::read_settings(std::nullopt));
       state().serial = false;
       state().adopted = true;
       return true;
@@ -91,7 +98,7 @@ void initialize(std::string_view backend, const InitOptions& opts) {
   (void)log_level();  // a misspelt IDIST_LOG_LEVEL: ValueError here, not a warning later
   for (const auto& entry : core::backends()) {
     if (entry.name != backend) continue;
-    s.model = core::debug::wrap(entry.create(opts), debug);
+    s.model = model_of(entry.create(opts), debug);
     s.serial = false;
     s.adopted = false;
     s.need_to_sync = false;

@@ -4,7 +4,7 @@
 #include <span>
 #include <string_view>
 
-#include "idist/computation_model.hpp"
+#include "core/backend.hpp"
 #include "idist/context.hpp"
 
 namespace idist::core {
@@ -13,10 +13,10 @@ namespace idist::core {
 struct BackendEntry {
   std::string_view name;  ///< "serial", "nccl", "gloo" or "mpi"
   /// Creates and initializes the backend's model (collective over the world).
-  std::unique_ptr<ComputationModel> (*create)(const InitOptions& opts);
+  std::unique_ptr<Backend> (*create)(const InitOptions& opts);
   /// Returns a model wrapping a context created outside idist, or null when there is none
   /// (ignite's create_from_context). May itself be null when the backend has no such notion.
-  std::unique_ptr<ComputationModel> (*adopt)();
+  std::unique_ptr<Backend> (*adopt)();
   /// Whether such a context exists now: cheap, makes no collective call (sync() asks it whether an
   /// adopted context is still alive). Null exactly when adopt is.
   bool (*has_context)();

@@ -1,6 +1,8 @@
 // Work handle: deadline-bounded waits, continuations and values.
 #include "idist/work.hpp"
 
+#include "core/work_impl.hpp"
+
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -11,7 +13,7 @@
 
 namespace idist {
 
-namespace detail {
+namespace core {
 
 void AsyncWorkImpl::finish(std::exception_ptr error) {
   {
@@ -59,10 +61,10 @@ class AfterImpl final : public WorkImpl {
 
 }  // namespace
 
-}  // namespace detail
+}  // namespace core
 
 struct Work::State {
-  std::shared_ptr<detail::WorkImpl> impl;
+  std::shared_ptr<Impl> impl;
   std::optional<OpType> op;
   int rank = 0;
   std::chrono::milliseconds timeout{0};
@@ -73,7 +75,7 @@ struct Work::State {
   std::any value;
 };
 
-Work::Work(std::shared_ptr<detail::WorkImpl> impl, OpType op, int rank, std::chrono::milliseconds timeout)
+Work::Work(std::shared_ptr<Impl> impl, OpType op, int rank, std::chrono::milliseconds timeout)
     : state_(std::make_shared<State>()) {
   state_->impl = std::move(impl);
   state_->op = op;
@@ -90,7 +92,7 @@ Work Work::after(Work first) {
     w.state_->rank = first.state_->rank;
     w.state_->timeout = first.state_->timeout;
   }
-  w.state_->impl = std::make_shared<detail::AfterImpl>(std::move(first));
+  w.state_->impl = std::make_shared<core::AfterImpl>(std::move(first));
   return w;
 }
 

@@ -1,4 +1,4 @@
-// GlooModel's distributions: broadcast (gloo::broadcast), the rooted scatter (gloo::scatter),
+// GlooBackend's distributions: broadcast (gloo::broadcast), the rooted scatter (gloo::scatter),
 // all_to_all (gloo::alltoall) and all_to_all_v (gloo::alltoallv).
 #include <gloo/alltoall.h>
 #include <gloo/alltoallv.h>
@@ -16,7 +16,7 @@
 
 namespace idist::gloo_backend {
 
-Work GlooModel::do_distribute(const Distribution& d, Completion how) {
+Work GlooBackend::do_distribute(const Distribution& d, Completion how) {
   switch (d.op) {
     case OpType::Broadcast: return broadcast(d, how);
     case OpType::Scatter: return scatter_from_root(d, how);
@@ -29,7 +29,7 @@ Work GlooModel::do_distribute(const Distribution& d, Completion how) {
   backend_kit::outside_family(d.op, backend_kit::OpFamily::Distribution);
 }
 
-Work GlooModel::broadcast(const Distribution& d, Completion how) {
+Work GlooBackend::broadcast(const Distribution& d, Completion how) {
   const Buffer data = d.out;
   const int root = d.root;
   if (data.count == 0) return Work{};
@@ -48,7 +48,7 @@ Work GlooModel::broadcast(const Distribution& d, Completion how) {
   });
 }
 
-Work GlooModel::scatter_from_root(const Distribution& d, Completion how) {
+Work GlooBackend::scatter_from_root(const Distribution& d, Completion how) {
   const ConstBuffer in = d.in;
   const Buffer out = d.out;
   if (out.count == 0) return Work{};
@@ -76,7 +76,7 @@ Work GlooModel::scatter_from_root(const Distribution& d, Completion how) {
   });
 }
 
-Work GlooModel::all_to_all(const Distribution& d, Completion how) {
+Work GlooBackend::all_to_all(const Distribution& d, Completion how) {
   const ConstBuffer in = d.in;
   const Buffer out = d.out;
   const auto timeout = this->timeout();
@@ -96,7 +96,7 @@ Work GlooModel::all_to_all(const Distribution& d, Completion how) {
   });
 }
 
-Work GlooModel::all_to_all_v(const Distribution& d, Completion how) {
+Work GlooBackend::all_to_all_v(const Distribution& d, Completion how) {
   const ConstBuffer in = d.in;
   const Buffer out = d.out;
   const auto timeout = this->timeout();

@@ -1,4 +1,4 @@
-// GlooModel's gatherings: all_gather (gloo::allgather), all_gather_v (gloo::allgatherv) and the
+// GlooBackend's gatherings: all_gather (gloo::allgather), all_gather_v (gloo::allgatherv) and the
 // rooted gather (gloo::gather).
 #include <gloo/allgather.h>
 #include <gloo/allgatherv.h>
@@ -15,7 +15,7 @@
 
 namespace idist::gloo_backend {
 
-Work GlooModel::do_gather(const Gathering& g, Completion how) {
+Work GlooBackend::do_gather(const Gathering& g, Completion how) {
   switch (g.op) {
     case OpType::AllGather: return all_gather(g, how);
     case OpType::AllGatherV: return all_gather_v(g, how);
@@ -27,7 +27,7 @@ Work GlooModel::do_gather(const Gathering& g, Completion how) {
   backend_kit::outside_family(g.op, backend_kit::OpFamily::Gathering);
 }
 
-Work GlooModel::all_gather(const Gathering& g, Completion how) {
+Work GlooBackend::all_gather(const Gathering& g, Completion how) {
   const ConstBuffer in = g.in;
   const Buffer out = g.out;
   const auto timeout = this->timeout();
@@ -46,7 +46,7 @@ Work GlooModel::all_gather(const Gathering& g, Completion how) {
   });
 }
 
-Work GlooModel::all_gather_v(const Gathering& g, Completion how) {
+Work GlooBackend::all_gather_v(const Gathering& g, Completion how) {
   const ConstBuffer in = g.in;
   const Buffer out = g.out;
   const auto timeout = this->timeout();
@@ -69,7 +69,7 @@ Work GlooModel::all_gather_v(const Gathering& g, Completion how) {
       });
 }
 
-Work GlooModel::gather_to_root(const Gathering& g, Completion how) {
+Work GlooBackend::gather_to_root(const Gathering& g, Completion how) {
   const ConstBuffer in = g.in;
   const Buffer out = g.out;
   if (in.count == 0) return Work{};

@@ -1,4 +1,4 @@
-// GlooModel: send and recv as unbound buffers of the world context, in slots of their own.
+// GlooBackend: send and recv as unbound buffers of the world context, in slots of their own.
 #include <gloo/transport/unbound_buffer.h>
 #include <gloo/types.h>
 
@@ -15,7 +15,7 @@ namespace {
 constexpr std::uint8_t kPointToPointSlotPrefix = 0x50;
 }  // namespace
 
-Work GlooModel::do_point_to_point(const PointToPoint& p, Completion how) {
+Work GlooBackend::do_point_to_point(const PointToPoint& p, Completion how) {
   switch (p.op) {
     case OpType::Send: return transfer(p, /*sending=*/true, how);
     case OpType::Recv:
@@ -26,7 +26,7 @@ Work GlooModel::do_point_to_point(const PointToPoint& p, Completion how) {
   backend_kit::outside_family(p.op, backend_kit::OpFamily::PointToPoint);
 }
 
-Work GlooModel::transfer(const PointToPoint& p, bool sending, Completion how) {
+Work GlooBackend::transfer(const PointToPoint& p, bool sending, Completion how) {
   const auto& world = static_cast<const GlooGroup&>(p.group);
   const std::uint64_t slot = gloo::Slot::build(kPointToPointSlotPrefix, std::uint32_t(p.tag));
   const int peer = p.peer;

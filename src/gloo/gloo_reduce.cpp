@@ -1,4 +1,4 @@
-// GlooModel's reductions: all_reduce (gloo::allreduce, ring or bcube), the rooted reduce
+// GlooBackend's reductions: all_reduce (gloo::allreduce, ring or bcube), the rooted reduce
 // (gloo::reduce), reduce_scatter and reduce_scatter_v (ReduceScatterHalvingDoubling on groups whose
 // size is a power of two, else gloo::allreduce keeping this rank's block).
 #include <gloo/allreduce.h>
@@ -36,7 +36,7 @@ void reduce_with_current(T* x, const T* y, std::size_t n) {
 
 }  // namespace
 
-Work GlooModel::do_reduce(const Reduction& r, Completion how) {
+Work GlooBackend::do_reduce(const Reduction& r, Completion how) {
   switch (r.op) {
     case OpType::AllReduce: return all_reduce(r, how);
     case OpType::Reduce: return reduce_to_root(r, how);
@@ -51,7 +51,7 @@ Work GlooModel::do_reduce(const Reduction& r, Completion how) {
   backend_kit::outside_family(r.op, backend_kit::OpFamily::Reduction);
 }
 
-Work GlooModel::all_reduce(const Reduction& r, Completion how) {
+Work GlooBackend::all_reduce(const Reduction& r, Completion how) {
   const backend_kit::ReduceFn fn = backend_kit::reduce_function(r.out.dtype, r.reduce_op);
   const Buffer data = r.out;
   if (data.count == 0) return Work{};
@@ -74,7 +74,7 @@ Work GlooModel::all_reduce(const Reduction& r, Completion how) {
   });
 }
 
-Work GlooModel::reduce_to_root(const Reduction& r, Completion how) {
+Work GlooBackend::reduce_to_root(const Reduction& r, Completion how) {
   const backend_kit::ReduceFn fn = backend_kit::reduce_function(r.out.dtype, r.reduce_op);
   const Buffer data = r.out;
   if (data.count == 0) return Work{};
@@ -111,7 +111,7 @@ Work GlooModel::reduce_to_root(const Reduction& r, Completion how) {
   });
 }
 
-Work GlooModel::reduce_scatter(const Reduction& r, std::vector<int> blocks, Completion how) {
+Work GlooBackend::reduce_scatter(const Reduction& r, std::vector<int> blocks, Completion how) {
   const backend_kit::ReduceFn fn = backend_kit::reduce_function(r.in.dtype, r.reduce_op);
   const ConstBuffer in = r.in;
   const Buffer out = r.out;
@@ -156,7 +156,7 @@ Work GlooModel::reduce_scatter(const Reduction& r, std::vector<int> blocks, Comp
 // the exchange between binary blocks that only groups of other sizes than powers of two have), and
 // waited forever for an empty block at 4: there the group runs gloo::allreduce (ring) on a copy and
 // keeps its block, twice the traffic but exact.
-Work GlooModel::reduce_scatter_by_allreduce(const Reduction& r, const std::vector<int>& blocks, Completion how) {
+Work GlooBackend::reduce_scatter_by_allreduce(const Reduction& r, const std::vector<int>& blocks, Completion how) {
   const backend_kit::ReduceFn fn = backend_kit::reduce_function(r.in.dtype, r.reduce_op);
   const ConstBuffer in = r.in;
   const Buffer out = r.out;

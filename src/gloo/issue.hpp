@@ -1,5 +1,5 @@
 #pragma once
-// What every gloo operation of GlooModel shares (private to src/gloo): running one on a group's
+// What every gloo operation of GlooBackend shares (private to src/gloo): running one on a group's
 // context with failures translated into idist errors, issuing it on the group's lane or the caller's
 // thread, and the helpers of gloo's option classes.
 #include <gloo/common/error.h>
@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "gloo/gloo_model.hpp"
+#include "gloo/gloo_backend.hpp"
 #include "gloo/peer_diagnosis.hpp"
 #include "idist/error.hpp"
 
@@ -51,8 +51,8 @@ T* typed(const void* p) {
 // Runs one gloo operation of `group`, translating failures into idist errors that name the operation,
 // the rank and the group; the first failure marks the group's communicator unusable.
 template <class Run>
-void GlooModel::run_guarded(const GlooGroup& group, OpType op, int rank, const rendezvous::PeerTable& peers,
-                            const Run& run) {
+void GlooBackend::run_guarded(const GlooGroup& group, OpType op, int rank, const rendezvous::PeerTable& peers,
+                              const Run& run) {
   if (group.broken.load(std::memory_order_acquire)) {
     std::lock_guard lock(group.failure_mutex);
     throw BackendError(
@@ -114,7 +114,7 @@ void GlooModel::run_guarded(const GlooGroup& group, OpType op, int rank, const r
 }
 
 template <class Run>
-Work GlooModel::issue(const ProcessGroup& pg, OpType op, Completion how, Run run) {
+Work GlooBackend::issue(const ProcessGroup& pg, OpType op, Completion how, Run run) {
   const auto& group = static_cast<const GlooGroup&>(pg);
   const int rank = this->rank();
   const rendezvous::PeerTable& peers = peers_;

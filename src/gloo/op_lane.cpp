@@ -27,7 +27,7 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kGrace = std::chrono::microseconds(200);
 }  // namespace
 
-class OpLane::LaneWork final : public detail::AsyncWorkImpl {
+class OpLane::LaneWork final : public core::AsyncWorkImpl {
  public:
   LaneWork(std::weak_ptr<State> lane, Clock::time_point inline_ok_from)
       : lane_(std::move(lane)), inline_ok_from_(inline_ok_from) {}
@@ -134,7 +134,7 @@ OpLane::OpLane(std::string name) : state_(std::make_shared<State>()) {
 
 OpLane::~OpLane() { stop("the gloo backend was finalized"); }
 
-std::shared_ptr<detail::WorkImpl> OpLane::submit(Op op, Clock::time_point inline_ok_from) {
+std::shared_ptr<core::WorkImpl> OpLane::submit(Op op, Clock::time_point inline_ok_from) {
   auto work = std::make_shared<LaneWork>(state_, inline_ok_from);
   const auto now = Clock::now();
   std::lock_guard lock(state_->mutex);

@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-#include "idist/work.hpp"
+#include "core/work_impl.hpp"
 
 namespace idist::gloo_backend {
 
@@ -41,7 +41,7 @@ class OpLane {
   /// run `op` itself: a caller that waits with a shorter timeout of its own (polling) leaves the
   /// operation to the worker, so that giving up its wait does not abandon the operation.
   /// @returns the completion handle to wrap in a Work.
-  std::shared_ptr<detail::WorkImpl> submit(Op op, std::chrono::steady_clock::time_point inline_ok_from);
+  std::shared_ptr<core::WorkImpl> submit(Op op, std::chrono::steady_clock::time_point inline_ok_from);
 
   /// Runs `op` on the calling thread at once when the lane is idle (nothing queued or running),
   /// without queueing it or waking the worker: the fast path of blocking collectives, which would

@@ -14,8 +14,8 @@
 #include "idist/error.hpp"
 #include "launch/launcher_env.hpp"
 #include "launch/settings.hpp"
+#include "mpi/mpi_backend.hpp"
 #include "mpi/mpi_error.hpp"
-#include "mpi/mpi_model.hpp"
 
 namespace idist::mpi_backend {
 
@@ -64,7 +64,7 @@ MpiSettings settings_from(const InitOptions& opts) {
 }
 }  // namespace
 
-std::unique_ptr<ComputationModel> create(const InitOptions& opts) {
+std::unique_ptr<core::Backend> create(const InitOptions& opts) {
   int initialized = 0;
   int finalized = 0;
   MPI_Initialized(&initialized);
@@ -86,7 +86,7 @@ std::unique_ptr<ComputationModel> create(const InitOptions& opts) {
     check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread", -1);
     owns = true;
   }
-  return std::make_unique<MPIModel>(opts.timeout, owns, provided, settings);
+  return std::make_unique<MPIBackend>(opts.timeout, owns, provided, settings);
 }
 
 bool has_context() {
@@ -98,12 +98,13 @@ bool has_context() {
   return !finalized;
 }
 
-std::unique_ptr<ComputationModel> adopt() {
+std::unique_ptr<core::Backend> adopt() {
   // Called on every query while idist is serial: two cheap flag reads when there is no MPI context.
   if (!has_context()) return nullptr;
   int provided = MPI_THREAD_SINGLE;
   MPI_Query_thread(&provided);
-  return std::make_unique<MPIModel>(InitOptions{}.timeout, /*owns_mpi=*/false, provided, settings_from(InitOptions{}));
+  return std::make_unique<MPIBackend>(InitOptions{}.timeout, /*owns_mpi=*/false, provided,
+                                      settings_from(InitOptions{}));
 }
 
 }  // namespace idist::mpi_backend

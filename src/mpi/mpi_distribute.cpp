@@ -1,4 +1,4 @@
-// MPIModel's distributions: broadcast (chunked beyond MPI's int counts), the rooted scatter,
+// MPIBackend's distributions: broadcast (chunked beyond MPI's int counts), the rooted scatter,
 // all_to_all and all_to_all_v, each one MPI call (blocking under the watchdog, or non-blocking and
 // polled).
 #include <cstddef>
@@ -7,13 +7,13 @@
 #include <vector>
 
 #include "backend_kit/op_family.hpp"
+#include "mpi/mpi_backend.hpp"
+#include "mpi/mpi_backend_calls.hpp"
 #include "mpi/mpi_error.hpp"
-#include "mpi/mpi_model.hpp"
-#include "mpi/mpi_model_calls.hpp"
 
 namespace idist::mpi_backend {
 
-Work MPIModel::do_distribute(const Distribution& d, Completion how) {
+Work MPIBackend::do_distribute(const Distribution& d, Completion how) {
   const MPI_Comm comm = healthy_comm(d.group, d.op);
   switch (d.op) {
     case OpType::Broadcast: return broadcast(d, comm, how);
@@ -27,7 +27,7 @@ Work MPIModel::do_distribute(const Distribution& d, Completion how) {
   backend_kit::outside_family(d.op, backend_kit::OpFamily::Distribution);
 }
 
-Work MPIModel::broadcast(const Distribution& d, MPI_Comm comm, Completion how) {
+Work MPIBackend::broadcast(const Distribution& d, MPI_Comm comm, Completion how) {
   const Buffer& data = d.out;
   const MPI_Datatype type = types_.datatype(data.dtype);
   if (how == Completion::Blocking && watchdog_ && data.count <= max_count_) {
@@ -42,7 +42,7 @@ Work MPIModel::broadcast(const Distribution& d, MPI_Comm comm, Completion how) {
                   how);
 }
 
-Work MPIModel::scatter_from_root(const Distribution& d, MPI_Comm comm, Completion how) {
+Work MPIBackend::scatter_from_root(const Distribution& d, MPI_Comm comm, Completion how) {
   check_int_counts(d.op, {d.out.count * std::size_t(d.group.size())});
   const MPI_Datatype type = types_.datatype(d.out.dtype);
   const int n = int(d.out.count);
@@ -53,7 +53,7 @@ Work MPIModel::scatter_from_root(const Distribution& d, MPI_Comm comm, Completio
       [&](MPI_Request* q) { return MPI_Iscatter(d.in.data, n, type, d.out.data, n, type, root, comm, q); });
 }
 
-Work MPIModel::all_to_all(const Distribution& d, MPI_Comm comm, Completion how) {
+Work MPIBackend::all_to_all(const Distribution& d, MPI_Comm comm, Completion how) {
   const MPI_Datatype type = types_.datatype(d.out.dtype);
   check_int_counts(d.op, {d.in.count});
   const int k = int(d.in.count / std::size_t(d.group.size()));
@@ -62,7 +62,7 @@ Work MPIModel::all_to_all(const Distribution& d, MPI_Comm comm, Completion how) 
       "MPI_Ialltoall", [&](MPI_Request* q) { return MPI_Ialltoall(d.in.data, k, type, d.out.data, k, type, comm, q); });
 }
 
-Work MPIModel::all_to_all_v(const Distribution& d, MPI_Comm comm, Completion how) {
+Work MPIBackend::all_to_all_v(const Distribution& d, MPI_Comm comm, Completion how) {
   const MPI_Datatype type = types_.datatype(d.out.dtype);
   check_int_counts(d.op, {d.in.count, d.out.count});
   // Send counts, send displacements, receive counts, receive displacements: MPI reads them until the

@@ -1,4 +1,4 @@
-// MPIModel's gatherings: all_gather (MPI_Allgather / MPI_Iallgather), all_gather_v (MPI_Iallgatherv,
+// MPIBackend's gatherings: all_gather (MPI_Allgather / MPI_Iallgather), all_gather_v (MPI_Iallgatherv,
 // or one broadcast per rank beyond MPI's int counts) and the rooted gather.
 #include <algorithm>
 #include <cstddef>
@@ -8,13 +8,13 @@
 #include <vector>
 
 #include "backend_kit/op_family.hpp"
+#include "mpi/mpi_backend.hpp"
+#include "mpi/mpi_backend_calls.hpp"
 #include "mpi/mpi_error.hpp"
-#include "mpi/mpi_model.hpp"
-#include "mpi/mpi_model_calls.hpp"
 
 namespace idist::mpi_backend {
 
-Work MPIModel::do_gather(const Gathering& g, Completion how) {
+Work MPIBackend::do_gather(const Gathering& g, Completion how) {
   const MPI_Comm comm = healthy_comm(g.group, g.op);
   switch (g.op) {
     case OpType::AllGather: return all_gather(g, comm, how);
@@ -27,7 +27,7 @@ Work MPIModel::do_gather(const Gathering& g, Completion how) {
   backend_kit::outside_family(g.op, backend_kit::OpFamily::Gathering);
 }
 
-Work MPIModel::all_gather(const Gathering& g, MPI_Comm comm, Completion how) {
+Work MPIBackend::all_gather(const Gathering& g, MPI_Comm comm, Completion how) {
   if (how == Completion::Blocking && watchdog_ && g.in.count <= max_count_) {
     const MPI_Datatype type = types_.datatype(g.in.dtype);
     const int n = int(g.in.count);
@@ -38,7 +38,7 @@ Work MPIModel::all_gather(const Gathering& g, MPI_Comm comm, Completion how) {
   return complete(post_all_gather(g, comm), how);
 }
 
-Work MPIModel::post_all_gather(const Gathering& g, MPI_Comm comm) {
+Work MPIBackend::post_all_gather(const Gathering& g, MPI_Comm comm) {
   if (g.in.count > max_count_) {
     const std::vector<std::size_t> counts(std::size_t(g.group.size()), g.in.count);
     return all_gather_by_broadcasts(g, counts, comm);
@@ -54,7 +54,7 @@ Work MPIModel::post_all_gather(const Gathering& g, MPI_Comm comm) {
   return make_work(request, "MPI_Iallgather", g.op);
 }
 
-Work MPIModel::all_gather_v(const Gathering& g, MPI_Comm comm) {
+Work MPIBackend::all_gather_v(const Gathering& g, MPI_Comm comm) {
   const std::span<const std::size_t> counts = g.counts;
   const std::size_t n = counts.size();
   const std::size_t total = g.out.count;  // sum(counts), checked by the front door
@@ -81,7 +81,7 @@ Work MPIModel::all_gather_v(const Gathering& g, MPI_Comm comm) {
   return make_work(std::vector<MPI_Request>{request}, std::move(ints), "MPI_Iallgatherv", g.op);
 }
 
-Work MPIModel::all_gather_by_broadcasts(const Gathering& g, std::span<const std::size_t> counts, MPI_Comm comm) {
+Work MPIBackend::all_gather_by_broadcasts(const Gathering& g, std::span<const std::size_t> counts, MPI_Comm comm) {
   const std::size_t esize = dtype_size(g.in.dtype);
   const MPI_Datatype type = types_.datatype(g.in.dtype);
   std::vector<std::size_t> displs(counts.size());
@@ -103,7 +103,7 @@ Work MPIModel::all_gather_by_broadcasts(const Gathering& g, std::span<const std:
   return make_work(std::move(requests), {}, "MPI_Ibcast", g.op);
 }
 
-Work MPIModel::gather_to_root(const Gathering& g, MPI_Comm comm, Completion how) {
+Work MPIBackend::gather_to_root(const Gathering& g, MPI_Comm comm, Completion how) {
   check_int_counts(g.op, {g.in.count * std::size_t(g.group.size())});
   const MPI_Datatype type = types_.datatype(g.in.dtype);
   const int n = int(g.in.count);

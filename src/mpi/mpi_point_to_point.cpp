@@ -1,13 +1,13 @@
-// MPIModel: send and recv on the backend's own duplicate of the world communicator.
+// MPIBackend: send and recv on the backend's own duplicate of the world communicator.
 #include <fmt/format.h>
 
 #include "backend_kit/op_family.hpp"
 #include "idist/error.hpp"
-#include "mpi/mpi_model.hpp"
+#include "mpi/mpi_backend.hpp"
 
 namespace idist::mpi_backend {
 
-Work MPIModel::do_point_to_point(const PointToPoint& p, Completion how) {
+Work MPIBackend::do_point_to_point(const PointToPoint& p, Completion how) {
   health_->check(to_string(p.op), rank());
   if (p.tag > tag_ub_)
     throw ValueError(

@@ -1,17 +1,17 @@
-// MPIModel's reductions: all_reduce, the rooted reduce, reduce_scatter and reduce_scatter_v, each one
+// MPIBackend's reductions: all_reduce, the rooted reduce, reduce_scatter and reduce_scatter_v, each one
 // MPI call (blocking under the watchdog, or non-blocking and polled).
 #include <algorithm>
 #include <cstddef>
 #include <vector>
 
 #include "backend_kit/op_family.hpp"
+#include "mpi/mpi_backend.hpp"
+#include "mpi/mpi_backend_calls.hpp"
 #include "mpi/mpi_error.hpp"
-#include "mpi/mpi_model.hpp"
-#include "mpi/mpi_model_calls.hpp"
 
 namespace idist::mpi_backend {
 
-Work MPIModel::do_reduce(const Reduction& r, Completion how) {
+Work MPIBackend::do_reduce(const Reduction& r, Completion how) {
   const MPI_Comm comm = healthy_comm(r.group, r.op);
   switch (r.op) {
     case OpType::AllReduce: return all_reduce(r, comm, how);
@@ -25,7 +25,7 @@ Work MPIModel::do_reduce(const Reduction& r, Completion how) {
   backend_kit::outside_family(r.op, backend_kit::OpFamily::Reduction);
 }
 
-Work MPIModel::all_reduce(const Reduction& r, MPI_Comm comm, Completion how) {
+Work MPIBackend::all_reduce(const Reduction& r, MPI_Comm comm, Completion how) {
   const Buffer& data = r.out;
   const MPI_Datatype type = types_.datatype(data.dtype);
   const MPI_Op mpi_op = types_.op(data.dtype, r.reduce_op);
@@ -55,7 +55,7 @@ Work MPIModel::all_reduce(const Reduction& r, MPI_Comm comm, Completion how) {
                   how);
 }
 
-Work MPIModel::reduce_to_root(const Reduction& r, MPI_Comm comm, Completion how) {
+Work MPIBackend::reduce_to_root(const Reduction& r, MPI_Comm comm, Completion how) {
   const Buffer& data = r.out;
   check_int_counts(r.op, {data.count});
   const MPI_Datatype type = types_.datatype(data.dtype);
@@ -71,7 +71,7 @@ Work MPIModel::reduce_to_root(const Reduction& r, MPI_Comm comm, Completion how)
       [&](MPI_Request* q) { return MPI_Ireduce(send, recv, n, type, op, root, comm, q); });
 }
 
-Work MPIModel::reduce_scatter(const Reduction& r, MPI_Comm comm, Completion how) {
+Work MPIBackend::reduce_scatter(const Reduction& r, MPI_Comm comm, Completion how) {
   check_int_counts(r.op, {r.in.count});
   const MPI_Datatype type = types_.datatype(r.in.dtype);
   const MPI_Op op = types_.op(r.in.dtype, r.reduce_op);
@@ -82,7 +82,7 @@ Work MPIModel::reduce_scatter(const Reduction& r, MPI_Comm comm, Completion how)
       [&](MPI_Request* q) { return MPI_Ireduce_scatter_block(r.in.data, r.out.data, n, type, op, comm, q); });
 }
 
-Work MPIModel::reduce_scatter_v(const Reduction& r, MPI_Comm comm, Completion how) {
+Work MPIBackend::reduce_scatter_v(const Reduction& r, MPI_Comm comm, Completion how) {
   check_int_counts(r.op, {r.in.count});
   const MPI_Datatype type = types_.datatype(r.in.dtype);
   const MPI_Op op = types_.op(r.in.dtype, r.reduce_op);

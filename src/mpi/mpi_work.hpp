@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "idist/work.hpp"
+#include "core/work_impl.hpp"
 #include "mpi/health.hpp"
 
 namespace idist::mpi_backend {
@@ -16,7 +16,7 @@ namespace idist::mpi_backend {
 /// progresses non-blocking collectives inside MPI calls, so polling is also what moves it forward.
 ///
 /// Not internally locked: idist::Work serialises test() and wait_until() on one handle.
-class MpiWork final : public detail::WorkImpl {
+class MpiWork final : public core::WorkImpl {
  public:
   /// Wraps one request. `fn` (a string literal, e.g. "MPI_Iallreduce") and `rank` name failures;
   /// a failure or a missed deadline marks `health` broken (see health.hpp).

@@ -21,14 +21,14 @@
 #include <thread>
 #include <vector>
 
-#include "idist/work.hpp"
+#include "core/work_impl.hpp"
 #include "mpi/health.hpp"
 
 namespace idist::mpi_backend {
 
 /// The Work of a request driven by the ProgressThread: waiting blocks on a condition variable
 /// (never inside MPI, since only the progress thread may test the request).
-class ProgressWork final : public detail::AsyncWorkImpl {
+class ProgressWork final : public core::AsyncWorkImpl {
  public:
   ProgressWork(const char* fn, int rank, std::shared_ptr<CommHealth> health)
       : fn_(fn), rank_(rank), health_(std::move(health)) {}

@@ -1,4 +1,4 @@
-// NCCLModel's distributions: broadcast (ncclBroadcast of bytes), and scatter, all_to_all and
+// NCCLBackend's distributions: broadcast (ncclBroadcast of bytes), and scatter, all_to_all and
 // all_to_all_v as ncclSend / ncclRecv of each block, in one NCCL group.
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -7,12 +7,12 @@
 #include <vector>
 
 #include "backend_kit/op_family.hpp"
+#include "nccl/nccl_backend.hpp"
 #include "nccl/nccl_group_calls.hpp"
-#include "nccl/nccl_model.hpp"
 
 namespace idist::nccl_backend {
 
-Work NCCLModel::do_distribute(const Distribution& d, Completion how) {
+Work NCCLBackend::do_distribute(const Distribution& d, Completion how) {
   const std::size_t n = std::size_t(d.group.size());
   switch (d.op) {
     case OpType::Broadcast: return broadcast(d, how);
@@ -36,7 +36,7 @@ Work NCCLModel::do_distribute(const Distribution& d, Completion how) {
   backend_kit::outside_family(d.op, backend_kit::OpFamily::Distribution);
 }
 
-Work NCCLModel::broadcast(const Distribution& d, Completion how) {
+Work NCCLBackend::broadcast(const Distribution& d, Completion how) {
   Buffer data = d.out;
   data.device = placement(d.op, "data", data.data, data.bytes(), data.device);
   if (data.count == 0) return Work{};
@@ -46,8 +46,8 @@ Work NCCLModel::broadcast(const Distribution& d, Completion how) {
   return o.finish(how);
 }
 
-Work NCCLModel::exchange_blocks(const Distribution& d, const std::vector<std::size_t>& sends,
-                                const std::vector<std::size_t>& receives, bool sends_any, Completion how) {
+Work NCCLBackend::exchange_blocks(const Distribution& d, const std::vector<std::size_t>& sends,
+                                  const std::vector<std::size_t>& receives, bool sends_any, Completion how) {
   const std::size_t n = std::size_t(d.group.size());
   const std::size_t me = std::size_t(d.group.rank());
   const std::size_t esize = dtype_size(d.out.dtype);

@@ -1,4 +1,4 @@
-// NCCLModel's gatherings: all_gather (ncclAllGather of bytes), all_gather_v (one ncclBroadcast per
+// NCCLBackend's gatherings: all_gather (ncclAllGather of bytes), all_gather_v (one ncclBroadcast per
 // rank, in one NCCL group) and the rooted gather (ncclSend to the root / ncclRecv from every rank, in
 // one NCCL group).
 #include <cuda_runtime.h>
@@ -7,12 +7,12 @@
 #include <cstddef>
 
 #include "backend_kit/op_family.hpp"
+#include "nccl/nccl_backend.hpp"
 #include "nccl/nccl_group_calls.hpp"
-#include "nccl/nccl_model.hpp"
 
 namespace idist::nccl_backend {
 
-Work NCCLModel::do_gather(const Gathering& g, Completion how) {
+Work NCCLBackend::do_gather(const Gathering& g, Completion how) {
   switch (g.op) {
     case OpType::AllGather: return all_gather(g, how);
     case OpType::AllGatherV: return all_gather_v(g, how);
@@ -25,7 +25,7 @@ Work NCCLModel::do_gather(const Gathering& g, Completion how) {
 }
 
 template <class Issue>
-Work NCCLModel::gather_to_all(const Gathering& g, Completion how, Issue issue) {
+Work NCCLBackend::gather_to_all(const Gathering& g, Completion how, Issue issue) {
   ConstBuffer in = g.in;
   Buffer out = g.out;
   in.device = placement(g.op, "in", in.data, in.bytes(), in.device);
@@ -37,14 +37,14 @@ Work NCCLModel::gather_to_all(const Gathering& g, Completion how, Issue issue) {
   return o.finish(how);
 }
 
-Work NCCLModel::all_gather(const Gathering& g, Completion how) {
+Work NCCLBackend::all_gather(const Gathering& g, Completion how) {
   return gather_to_all(g, how, [&](Op& o, const void* din, char* dout) {
     // Data movement only: bytes serve every element type, int16 and bool included.
     o.nccl(ncclAllGather(din, dout, g.in.bytes(), ncclUint8, o.handle(), o.stream()));
   });
 }
 
-Work NCCLModel::all_gather_v(const Gathering& g, Completion how) {
+Work NCCLBackend::all_gather_v(const Gathering& g, Completion how) {
   return gather_to_all(g, how, [&](Op& o, const void* din, char* dout) {
     const std::size_t esize = dtype_size(g.in.dtype);
     // One broadcast per contributing rank, fused into one NCCL launch by the group.
@@ -61,7 +61,7 @@ Work NCCLModel::all_gather_v(const Gathering& g, Completion how) {
   });
 }
 
-Work NCCLModel::gather_to_root(const Gathering& g, Completion how) {
+Work NCCLBackend::gather_to_root(const Gathering& g, Completion how) {
   ConstBuffer in = g.in;
   Buffer out = g.out;
   in.device = placement(g.op, "in", in.data, in.bytes(), in.device);

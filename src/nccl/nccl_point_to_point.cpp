@@ -1,12 +1,12 @@
-// NCCLModel: send and recv as ncclSend / ncclRecv on the world's communicator.
+// NCCLBackend: send and recv as ncclSend / ncclRecv on the world's communicator.
 #include <nccl.h>
 
 #include "backend_kit/op_family.hpp"
-#include "nccl/nccl_model.hpp"
+#include "nccl/nccl_backend.hpp"
 
 namespace idist::nccl_backend {
 
-Work NCCLModel::do_point_to_point(const PointToPoint& p, Completion how) {
+Work NCCLBackend::do_point_to_point(const PointToPoint& p, Completion how) {
   switch (p.op) {
     case OpType::Send: return transfer(p, /*sending=*/true, how);
     case OpType::Recv:
@@ -17,7 +17,7 @@ Work NCCLModel::do_point_to_point(const PointToPoint& p, Completion how) {
   backend_kit::outside_family(p.op, backend_kit::OpFamily::PointToPoint);
 }
 
-Work NCCLModel::transfer(const PointToPoint& p, bool sending, Completion how) {
+Work NCCLBackend::transfer(const PointToPoint& p, bool sending, Completion how) {
   Buffer data = p.data;
   data.device = placement(p.op, "data", data.data, data.bytes(), data.device);
   if (data.count == 0) return Work{};

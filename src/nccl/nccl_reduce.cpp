@@ -1,4 +1,4 @@
-// NCCLModel's reductions: all_reduce (ncclAllReduce, or the host fallback for what NCCL cannot
+// NCCLBackend's reductions: all_reduce (ncclAllReduce, or the host fallback for what NCCL cannot
 // reduce), the rooted reduce (ncclReduce), reduce_scatter (ncclReduceScatter) and reduce_scatter_v
 // (grouped ncclReduce calls); the last three only for what NCCL reduces natively.
 #include <cuda_runtime.h>
@@ -12,8 +12,8 @@
 #include "backend_kit/host_reduce.hpp"
 #include "backend_kit/op_family.hpp"
 #include "idist/error.hpp"
+#include "nccl/nccl_backend.hpp"
 #include "nccl/nccl_group_calls.hpp"
-#include "nccl/nccl_model.hpp"
 #include "nccl/nccl_types.hpp"
 
 namespace idist::nccl_backend {
@@ -47,7 +47,7 @@ ReducePlan native_reduction(const Reduction& r) {
 
 }  // namespace
 
-Work NCCLModel::do_reduce(const Reduction& r, Completion how) {
+Work NCCLBackend::do_reduce(const Reduction& r, Completion how) {
   switch (r.op) {
     case OpType::AllReduce: return all_reduce(r, how);
     case OpType::Reduce: return reduce_to_root(r, native_reduction(r), how);
@@ -60,7 +60,7 @@ Work NCCLModel::do_reduce(const Reduction& r, Completion how) {
   backend_kit::outside_family(r.op, backend_kit::OpFamily::Reduction);
 }
 
-Work NCCLModel::all_reduce(const Reduction& r, Completion how) {
+Work NCCLBackend::all_reduce(const Reduction& r, Completion how) {
   const ReducePlan plan = reduction_for(r.out.dtype, r.reduce_op);
   Buffer data = r.out;
   data.device = placement(r.op, "data", data.data, data.bytes(), data.device);
@@ -74,7 +74,7 @@ Work NCCLModel::all_reduce(const Reduction& r, Completion how) {
   return o.finish(how);
 }
 
-Work NCCLModel::reduce_to_root(const Reduction& r, const ReducePlan& plan, Completion how) {
+Work NCCLBackend::reduce_to_root(const Reduction& r, const ReducePlan& plan, Completion how) {
   Buffer data = r.out;
   data.device = placement(r.op, "data", data.data, data.bytes(), data.device);
   if (data.count == 0) return Work{};
@@ -86,7 +86,7 @@ Work NCCLModel::reduce_to_root(const Reduction& r, const ReducePlan& plan, Compl
   return o.finish(how);
 }
 
-Work NCCLModel::reduce_scatter(const Reduction& r, const ReducePlan& plan, Completion how) {
+Work NCCLBackend::reduce_scatter(const Reduction& r, const ReducePlan& plan, Completion how) {
   ConstBuffer in = r.in;
   Buffer out = r.out;
   in.device = placement(r.op, "in", in.data, in.bytes(), in.device);
@@ -101,7 +101,7 @@ Work NCCLModel::reduce_scatter(const Reduction& r, const ReducePlan& plan, Compl
 
 // NCCL has no reduce-scatter of uneven blocks: one ncclReduce per rank with a block, rooted at that
 // rank, in one NCCL group. A rank that is not the root passes its block as the (unused) receive buffer.
-Work NCCLModel::reduce_scatter_v(const Reduction& r, const ReducePlan& plan, Completion how) {
+Work NCCLBackend::reduce_scatter_v(const Reduction& r, const ReducePlan& plan, Completion how) {
   ConstBuffer in = r.in;
   Buffer out = r.out;
   in.device = placement(r.op, "in", in.data, in.bytes(), in.device);

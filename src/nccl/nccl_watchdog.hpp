@@ -13,7 +13,7 @@
 
 namespace idist::nccl_backend {
 
-/// One polling thread (backend_kit::Watchdog) per NCCLModel.
+/// One polling thread (backend_kit::Watchdog) per NCCLBackend.
 class Watchdog {
  public:
   /// Starts the thread; it works on CUDA device `device` and polls every `interval`.

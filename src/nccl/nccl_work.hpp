@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/work_impl.hpp"
 #include "idist/op_type.hpp"
-#include "idist/work.hpp"
 #include "nccl/communicator.hpp"
 
 namespace idist::nccl_backend {
@@ -59,7 +59,7 @@ struct OpState {
 
 /// Work of an nccl collective. wait_until() polls the end event (so that the timeout holds), then
 /// makes the caller's current stream wait for it and copies host results out of their staging.
-class NcclWork final : public detail::WorkImpl {
+class NcclWork final : public core::WorkImpl {
  public:
   explicit NcclWork(std::shared_ptr<OpState> state) : state_(std::move(state)) {}
   /// True once the collective finished or its communicator was aborted.

@@ -12,7 +12,7 @@
 #include "idist/collectives.hpp"
 #include "idist/context.hpp"
 #include "idist/error.hpp"
-#include "mpi/mpi_model.hpp"
+#include "mpi/mpi_backend.hpp"
 #include "mpi_env.hpp"
 
 namespace {
@@ -32,8 +32,8 @@ bool mpi_finalized() {
   MPI_Finalized(&flag);
   return flag != 0;
 }
-const idist::mpi_backend::MPIModel* mpi_model() {
-  return dynamic_cast<const idist::mpi_backend::MPIModel*>(&idist::current_model());
+const idist::mpi_backend::MPIBackend* mpi_model() {
+  return idist::core::backend_as<idist::mpi_backend::MPIBackend>(idist::current_model());
 }
 
 // IDIST_TEST_LOCAL_RANK_HINT=k: main() calls idist::set_local_rank(local rank + k) before MPI_Init.

@@ -17,7 +17,7 @@
 #include "idist/collectives.hpp"
 #include "idist/context.hpp"
 #include "idist/error.hpp"
-#include "mpi/mpi_model.hpp"
+#include "mpi/mpi_backend.hpp"
 #include "mpi_env.hpp"
 
 namespace {
@@ -83,7 +83,7 @@ TEST(MpiConfig, InitializeTwiceIsValueError) {
 }
 
 TEST(MpiConfig, IdistInitializedMpiWithThreadMultiple) {
-  auto* m = dynamic_cast<idist::mpi_backend::MPIModel*>(&idist::current_model());
+  auto* m = idist::core::backend_as<idist::mpi_backend::MPIBackend>(idist::current_model());
   ASSERT_NE(m, nullptr);
   EXPECT_TRUE(m->owns_mpi());
   int provided = -1;

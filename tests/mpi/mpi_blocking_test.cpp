@@ -17,7 +17,7 @@
 #include "idist/collectives.hpp"
 #include "idist/context.hpp"
 #include "idist/error.hpp"
-#include "mpi/mpi_model.hpp"
+#include "mpi/mpi_backend.hpp"
 #include "mpi/mpi_watchdog.hpp"
 #include "mpi/single_copy.hpp"
 #include "mpi_env.hpp"
@@ -30,7 +30,7 @@ using idist::mpi_backend::Watchdog;
 using idist::test::message_of;
 
 TEST(MpiBlocking, BlockingCallsAreTheDefault) {
-  auto* m = dynamic_cast<idist::mpi_backend::MPIModel*>(&idist::current_model());
+  auto* m = idist::core::backend_as<idist::mpi_backend::MPIBackend>(idist::current_model());
   ASSERT_NE(m, nullptr);
   EXPECT_TRUE(m->blocking_collectives());
 }
@@ -155,7 +155,7 @@ TEST(MpiBlocking, SingleCopyProbeSeesOpenMpisSetting) {
 // all-reduce above 1 MiB is a sequence of 1 MiB calls (with a single-copy mechanism, one call): the
 // chunk edges (and a last partial chunk) must not show in the result.
 TEST(MpiBlocking, OneNodeBlockingAllReduceInChunksIsExact) {
-  auto* m = dynamic_cast<idist::mpi_backend::MPIModel*>(&idist::current_model());
+  auto* m = idist::core::backend_as<idist::mpi_backend::MPIBackend>(idist::current_model());
   ASSERT_NE(m, nullptr);
   const bool chunked = idist::get_world_size() <= 4 && !idist::mpi_backend::shared_memory_single_copy();
   if (!std::getenv("IDIST_MPI_BLOCKING_CHUNK_BYTES"))
@@ -175,7 +175,7 @@ TEST(MpiBlocking, OneNodeBlockingAllReduceInChunksIsExact) {
 }
 
 TEST(MpiBlocking, OneNodeRunsNoProgressThreadByDefault) {
-  auto* m = dynamic_cast<idist::mpi_backend::MPIModel*>(&idist::current_model());
+  auto* m = idist::core::backend_as<idist::mpi_backend::MPIBackend>(idist::current_model());
   ASSERT_NE(m, nullptr);
   if (std::getenv("IDIST_MPI_PROGRESS_THREAD")) GTEST_SKIP() << "IDIST_MPI_PROGRESS_THREAD is set";
   EXPECT_EQ(idist::get_nnodes(), 1);

@@ -10,7 +10,7 @@
 #include "idist/collectives.hpp"
 #include "idist/context.hpp"
 #include "idist/error.hpp"
-#include "mpi/mpi_model.hpp"
+#include "mpi/mpi_backend.hpp"
 #include "mpi_env.hpp"
 
 namespace {
@@ -40,7 +40,7 @@ TEST(MpiLifecycle, InitializeCallsMpiInitThread) {
   EXPECT_TRUE(mpi_initialized());
   EXPECT_EQ(idist::model_name(), "native-dist");
   EXPECT_EQ(idist::get_world_size(), idist::test::env_int("OMPI_COMM_WORLD_SIZE"));
-  auto* m = dynamic_cast<idist::mpi_backend::MPIModel*>(&idist::current_model());
+  auto* m = idist::core::backend_as<idist::mpi_backend::MPIBackend>(idist::current_model());
   ASSERT_NE(m, nullptr);
   EXPECT_TRUE(m->owns_mpi());
   EXPECT_EQ(m->timeout(), std::chrono::seconds(60));

@@ -10,13 +10,13 @@
 
 #include "idist/collectives.hpp"
 #include "idist/context.hpp"
-#include "mpi/mpi_model.hpp"
+#include "mpi/mpi_backend.hpp"
 #include "mpi_env.hpp"
 
 namespace {
 
-idist::mpi_backend::MPIModel& model() {
-  return dynamic_cast<idist::mpi_backend::MPIModel&>(idist::current_model().backend_model());
+idist::mpi_backend::MPIBackend& model() {
+  return *idist::core::backend_as<idist::mpi_backend::MPIBackend>(idist::current_model());
 }
 
 TEST(MpiProgress, TheThreadRunsAndTheModelReportsAsyncProgress) {

@@ -13,7 +13,7 @@
 #include "core/need_to_sync.hpp"
 #include "idist/collectives.hpp"
 #include "idist/context.hpp"
-#include "mpi/mpi_model.hpp"
+#include "mpi/mpi_backend.hpp"
 #include "mpi_env.hpp"
 
 namespace {
@@ -41,7 +41,7 @@ TEST(MpiSync, TemporarySyncAdoptsAndKeepsTheLookupOn) {
   EXPECT_THROW(idist::initialize("mpi"), idist::ValueError);
   EXPECT_EQ(idist::backend(), std::optional<std::string>("mpi"));
   EXPECT_EQ(idist::model_name(), "native-dist");
-  const auto* m = dynamic_cast<const idist::mpi_backend::MPIModel*>(&idist::current_model());
+  const auto* m = idist::core::backend_as<idist::mpi_backend::MPIBackend>(idist::current_model());
   ASSERT_NE(m, nullptr);
   EXPECT_FALSE(m->owns_mpi());
 }

@@ -6,7 +6,9 @@
 #   - the backends' per-family dispatch files (<backend>_{reduce,gather,distribute,point_to_point}.cpp)
 #     have no `default:` label, so -Werror=switch names every backend a new OpType misses;
 #   - getenv is called only in the launch module (src/launch/), which parses every variable once;
-#   - in src/torch only the communication layer (src/torch/comm/) calls current_model().
+#   - in src/torch only the communication layer (src/torch/comm/) calls current_model();
+#   - the public headers name no internal type (core::) and declare no protected virtual: the backend
+#     interface lives in src/core/backend.hpp, behind the ComputationModel front door.
 # Each rule prints what broke it. Exits 1 when any rule is broken, 0 otherwise.
 set -euo pipefail
 root=${1:?usage: tree_check.sh <repository root>}
@@ -49,5 +51,17 @@ if [[ -d src/torch/comm ]]; then
   echo "current_model() in src/torch outside src/torch/comm: ${#raw[@]}"
   ((${#raw[@]} == 0)) || fail "src/torch reaches the backend outside its communication layer (src/torch/comm):" "${raw[@]}"
 fi
+
+mapfile -t internal < <(git ls-files include | xargs -r grep -n -E '\bcore::' || true)
+echo "internal (core::) names in include/: ${#internal[@]}"
+((${#internal[@]} == 0)) || fail "a public header names an internal type (move it to src/ or make it public API):" "${internal[@]}"
+
+# A virtual declared after `protected:` and before the next access label, in any public header.
+mapfile -t prot < <(git ls-files include | xargs -r awk '
+  FNR == 1 || /^[[:space:]]*(public|private):/ { p = 0 }
+  /^[[:space:]]*protected:/ { p = 1 }
+  p && /(^|[^A-Za-z_])virtual[[:space:]]/ { print FILENAME ":" FNR ": " $0 }' || true)
+echo "protected virtuals in include/: ${#prot[@]}"
+((${#prot[@]} == 0)) || fail "a protected virtual in a public header (the backend interface belongs in src/core/backend.hpp):" "${prot[@]}"
 
 exit "$status"

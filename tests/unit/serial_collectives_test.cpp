@@ -165,7 +165,7 @@ TEST(SerialCollectives, BadGroupsAreValueErrors) {
 
 // The serial model itself (what the free functions dispatch to) checks its arguments as every
 // backend does: an out of the wrong size or type is refused before anything is copied.
-TEST(SerialModel, CollectivesCheckTheirArgumentsLikeEveryBackend) {
+TEST(SerialBackend, CollectivesCheckTheirArgumentsLikeEveryBackend) {
   idist::ComputationModel& m = idist::current_model();
   std::vector<float> in = {1, 2, 3, 4};
   std::vector<float> small(3, -1.0f), right(4, -1.0f);

@@ -8,8 +8,8 @@
 #include <memory>
 #include <thread>
 
+#include "core/work_impl.hpp"
 #include "idist/error.hpp"
-#include "idist/work.hpp"
 
 namespace {
 
@@ -17,7 +17,7 @@ using namespace std::chrono_literals;
 using idist::Work;
 
 // An operation that finishes when the test says so and may be completed on a stream.
-class FakeStreamOp final : public idist::detail::WorkImpl {
+class FakeStreamOp final : public idist::core::WorkImpl {
  public:
   explicit FakeStreamOp(bool stream_ok) : stream_ok_(stream_ok) {}
   bool test() override { return done_; }

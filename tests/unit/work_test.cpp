@@ -8,14 +8,14 @@
 #include <string>
 #include <thread>
 
+#include "core/work_impl.hpp"
 #include "idist/error.hpp"
-#include "idist/work.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
 using idist::Work;
-using idist::detail::AsyncWorkImpl;
+using idist::core::AsyncWorkImpl;
 
 Work make_work(const std::shared_ptr<AsyncWorkImpl>& impl, idist::OpType op = idist::OpType::AllReduce, int rank = 3,
                std::chrono::milliseconds timeout = 60s) {

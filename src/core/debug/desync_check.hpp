@@ -1,6 +1,6 @@
 #pragma once
 // IDIST_DISTRIBUTED_DEBUG=DETAIL's check before a collective: the group has all-gathered every
-// member's fingerprint (through the backend itself, DebugModel) and compares them.
+// member's fingerprint (through the backend itself, DebugBackend) and compares them.
 #include <span>
 #include <string>
 

@@ -1,5 +1,5 @@
 // The public face of the diagnostics: debug_level() and monitored_barrier().
-#include "core/debug/debug_model.hpp"
+#include "core/debug/debug_backend.hpp"
 #include "idist/context.hpp"
 #include "idist/debug.hpp"
 

@@ -1,5 +1,5 @@
 #pragma once
-// MPIModel: the "mpi" backend (Open MPI), ignite's _NativeDistModel with backend "mpi".
+// MPIBackend: the "mpi" backend (Open MPI), ignite's _NativeDistModel with backend "mpi".
 #include <mpi.h>
 
 #include <chrono>
@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "idist/computation_model.hpp"
+#include "core/backend.hpp"
 #include "mpi/health.hpp"
 #include "mpi/mpi_groups.hpp"
 #include "mpi/mpi_topology.hpp"
@@ -37,7 +37,7 @@ std::size_t max_count_from_env();
 std::optional<bool> blocking_from_env();
 
 /// The environment variable IDIST_MPI_PROGRESS_THREAD: "1" = always run the progress thread, "0" =
-/// never, "auto" (or unset / empty) = std::nullopt, the model's rule (see MPIModel()).
+/// never, "auto" (or unset / empty) = std::nullopt, the model's rule (see MPIBackend()).
 /// @throws ValueError for any other value.
 std::optional<bool> progress_thread_from_env();
 
@@ -52,7 +52,7 @@ struct MpiSettings {
   /// world spans several nodes and MPI provides MPI_THREAD_MULTIPLE.
   std::optional<bool> progress_thread;
   /// With the progress thread and fewer than 4 ranks, non-blocking all-reduces larger than this many
-  /// bytes are posted as chunks of this size (0: never); see MPIModel::all_reduce().
+  /// bytes are posted as chunks of this size (0: never); see MPIBackend::all_reduce().
   std::size_t progress_chunk_bytes = std::size_t(4) << 20;
   /// Blocking all-reduces larger than this many bytes are issued as consecutive MPI_Allreduce calls
   /// of this size (0: whole); std::nullopt: 1 MiB on one node of at most 4 ranks when Open MPI's
@@ -107,7 +107,7 @@ std::chrono::microseconds progress_interval_from_env();
 /// Buffers must be host memory. Element counts above the int range of the MPI-3 interface are split
 /// into several MPI calls (all_reduce, broadcast) or gathered as one broadcast per rank
 /// (all_gather_v) transparently.
-class MPIModel final : public ComputationModel {
+class MPIBackend final : public core::Backend {
  public:
   /// Builds the model on an initialized MPI (collective over MPI_COMM_WORLD: duplicates it and
   /// measures the node layout).
@@ -116,9 +116,9 @@ class MPIModel final : public ComputationModel {
   /// @param thread_level what MPI provided; below MPI_THREAD_MULTIPLE idist serialises its MPI calls.
   /// @param settings max_count (larger buffers are split), blocking collectives, progress thread.
   /// @throws BackendError when an MPI call fails.
-  MPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_level, const MpiSettings& settings);
+  MPIBackend(std::chrono::milliseconds timeout, bool owns_mpi, int thread_level, const MpiSettings& settings);
   /// Makes no MPI call (finalize() does the collective teardown).
-  ~MPIModel() override = default;
+  ~MPIBackend() override = default;
 
   /// "native-dist" (ignite's _NativeDistModel.name, whatever the backend).
   std::string model_name() const override { return "native-dist"; }
@@ -156,7 +156,6 @@ class MPIModel final : public ComputationModel {
   /// True when idist initialized MPI (and will finalize it).
   bool owns_mpi() const noexcept { return owns_mpi_; }
 
- protected:
   /// MPI_Comm_split of the world (collective over it).
   std::shared_ptr<ProcessGroup> create_group(std::vector<int> sorted_ranks) override;
   // The operations, their arguments checked by ComputationModel's front door. Completion::Blocking
@@ -185,13 +184,13 @@ class MPIModel final : public ComputationModel {
   MPI_Comm healthy_comm(const ProcessGroup& group, OpType op) const;
   // Runs the blocking MPI call `call` (returning MPI's error code) under the watchdog as `op` on
   // `group`. False, without calling, when every watchdog slot is taken (the caller takes the polled
-  // path). @throws BackendError naming `mpi_fn` when the call fails. (Defined in mpi_model_calls.hpp.)
+  // path). @throws BackendError naming `mpi_fn` when the call fails. (Defined in mpi_backend_calls.hpp.)
   template <class Call>
   bool run_watched(OpType op, const ProcessGroup& group, const char* mpi_fn, Call call);
   // Posts `post(pointer, count, &request)` (a non-blocking MPI call returning its error code) on
   // `data` at once when data.count <= limit, else once per chunk of `limit` elements, and wraps the
   // requests in one Work named `op`. For the operations that work element by element. (Defined in
-  // mpi_model_calls.hpp.)
+  // mpi_backend_calls.hpp.)
   template <class Post>
   Work post_in_chunks(const Buffer& data, std::size_t limit, const char* mpi_fn, OpType op, Post post);
   // Elements per MPI call for chunks of `chunk_bytes` of `dtype` (0: whole), at most max_count_.

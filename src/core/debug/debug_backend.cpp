@@ -1,4 +1,4 @@
-#include "core/debug/debug_model.hpp"
+#include "core/debug/debug_backend.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "core/debug/desync_check.hpp"
+#include "core/work_impl.hpp"
 #include "idist/error.hpp"
 
 namespace idist::core::debug {
@@ -42,7 +43,7 @@ constexpr std::chrono::milliseconds kWorkGrace{2500};
 }
 
 // The Work of a non-blocking operation: waits on the backend's Work and records how it ended.
-class TracedWork final : public idist::detail::WorkImpl {
+class TracedWork final : public idist::core::WorkImpl {
  public:
   TracedWork(Work inner, std::shared_ptr<Diagnostics> d, Fingerprint fp, std::vector<int> members, std::string group,
              std::uint64_t id)
@@ -80,46 +81,43 @@ class TracedWork final : public idist::detail::WorkImpl {
 
 }  // namespace
 
-std::unique_ptr<ComputationModel> wrap(std::unique_ptr<ComputationModel> model, const Settings& settings) {
-  if (!settings.wrapped()) return model;
-  return std::make_unique<DebugModel>(std::move(model), settings);
+std::unique_ptr<Backend> wrap(std::unique_ptr<Backend> backend, const Settings& settings) {
+  if (!settings.wrapped()) return backend;
+  return std::make_unique<DebugBackend>(std::move(backend), settings);
 }
 
 DebugLevel level_of(ComputationModel& model) {
-  const auto* d = dynamic_cast<const DebugModel*>(&model);
+  const auto* d = dynamic_cast<const DebugBackend*>(&Backend::of(model));
   return d ? d->level() : DebugLevel::Off;
 }
 
-DebugModel::DebugModel(std::unique_ptr<ComputationModel> inner, const Settings& settings)
-    : ComputationModel(inner->timeout()), inner_(std::move(inner)) {
-  // The wrapper resolves groups through the backend and shares its identity and world group, so that a
-  // group made through either is the same group.
-  set_layout(inner_->layout());
-  set_world_group(inner_->world_);
-  id_ = inner_->id_;
+DebugBackend::DebugBackend(std::unique_ptr<Backend> inner, const Settings& settings)
+    : Backend(inner->timeout()), inner_(std::move(inner)) {
+  // The decorator resolves groups through the inner backend and shares its identity and world group.
+  mirror(*inner_);
   diag_ = std::make_shared<Diagnostics>(settings, inner_->rank(), inner_->world_size(),
                                         inner_->backend().value_or("serial"), inner_->progress_board());
 }
 
-void DebugModel::set_local_rank(int local_rank) {
+void DebugBackend::set_local_rank(int local_rank) {
   inner_->set_local_rank(local_rank);
   set_layout_local_rank(inner_->local_rank());
 }
 
-void DebugModel::finalize() {
+void DebugBackend::finalize() {
   diag_->detach_board();
   inner_->finalize();
 }
 
-void DebugModel::check_device_buffer(OpType op, std::string_view arg, const Device& device) const {
+void DebugBackend::check_device_buffer(OpType op, std::string_view arg, const Device& device) const {
   inner_->check_device_buffer(op, arg, device);
 }
 
-std::shared_ptr<ProcessGroup> DebugModel::create_group(std::vector<int> sorted_ranks) {
+std::shared_ptr<ProcessGroup> DebugBackend::create_group(std::vector<int> sorted_ranks) {
   return inner_->create_group(std::move(sorted_ranks));
 }
 
-void DebugModel::check_same_call(const Fingerprint& fp, const ProcessGroup& group) {
+void DebugBackend::check_same_call(const Fingerprint& fp, const ProcessGroup& group) {
   std::vector<Fingerprint> all(std::size_t(group.size()));
   const Gathering exchange{OpType::AllGather,
                            ConstBuffer{&fp, Fingerprint::kWords, DType::Int64},
@@ -136,7 +134,7 @@ void DebugModel::check_same_call(const Fingerprint& fp, const ProcessGroup& grou
 // thread. So DETAIL exchanges them first: an all_to_all of the counts each rank sends, compared with
 // the counts each rank expects, then an all_gather of each rank's first disagreement so that every
 // rank raises the same DesyncError before anything is executed.
-void DebugModel::check_pair_counts(const Distribution& d, const Fingerprint& fp) {
+void DebugBackend::check_pair_counts(const Distribution& d, const Fingerprint& fp) {
   const ProcessGroup& group = d.group;
   const std::size_t n = std::size_t(group.size());
   std::vector<std::uint64_t> sends(n), announced(n);
@@ -180,13 +178,13 @@ void DebugModel::check_pair_counts(const Distribution& d, const Fingerprint& fp)
 }
 
 template <class Run>
-Work DebugModel::traced(Fingerprint fp, const ProcessGroup& group, Completion how, Run run) {
+Work DebugBackend::traced(Fingerprint fp, const ProcessGroup& group, Completion how, Run run) {
   return traced(fp, group.name(), group.ranks(), &group, how, run);
 }
 
 template <class Run>
-Work DebugModel::traced(Fingerprint fp, const std::string& name, const std::vector<int>& members,
-                        const ProcessGroup* checked, Completion how, Run run) {
+Work DebugBackend::traced(Fingerprint fp, const std::string& name, const std::vector<int>& members,
+                          const ProcessGroup* checked, Completion how, Run run) {
   fp.rank = rank();
   diag_->assign_seq(fp);
   const std::uint64_t id = diag_->recorder().start(fp, name);
@@ -205,15 +203,15 @@ Work DebugModel::traced(Fingerprint fp, const std::string& name, const std::vect
               rank(), timeout() + kWorkGrace);
 }
 
-Work DebugModel::do_reduce(const Reduction& r, Completion how) {
+Work DebugBackend::do_reduce(const Reduction& r, Completion how) {
   return traced(fingerprint_of(r), r.group, how, [&](Completion c) { return inner_->do_reduce(r, c); });
 }
 
-Work DebugModel::do_gather(const Gathering& g, Completion how) {
+Work DebugBackend::do_gather(const Gathering& g, Completion how) {
   return traced(fingerprint_of(g), g.group, how, [&](Completion c) { return inner_->do_gather(g, c); });
 }
 
-Work DebugModel::do_distribute(const Distribution& d, Completion how) {
+Work DebugBackend::do_distribute(const Distribution& d, Completion how) {
   const Fingerprint fp = fingerprint_of(d);
   return traced(fp, d.group, how, [&](Completion c) {
     if (d.op == OpType::AllToAllV && diag_->settings().level == DebugLevel::Detail) check_pair_counts(d, fp);
@@ -221,7 +219,7 @@ Work DebugModel::do_distribute(const Distribution& d, Completion how) {
   });
 }
 
-Work DebugModel::do_point_to_point(const PointToPoint& p, Completion how) {
+Work DebugBackend::do_point_to_point(const PointToPoint& p, Completion how) {
   // Two ranks take part: numbered per pair, never checked by the group (the others do not call it).
   const int a = std::min(rank(), p.peer);
   const int b = std::max(rank(), p.peer);
@@ -229,12 +227,12 @@ Work DebugModel::do_point_to_point(const PointToPoint& p, Completion how) {
                 [&](Completion c) { return inner_->do_point_to_point(p, c); });
 }
 
-Work DebugModel::do_barrier(const ProcessGroup& group, Completion how) {
+Work DebugBackend::do_barrier(const ProcessGroup& group, Completion how) {
   return traced(barrier_fingerprint(group), group, how, [&](Completion c) { return inner_->do_barrier(group, c); });
 }
 
-void DebugModel::do_monitored_barrier(const ProcessGroup& group, std::chrono::milliseconds timeout,
-                                      bool wait_all_ranks) {
+void DebugBackend::do_monitored_barrier(const ProcessGroup& group, std::chrono::milliseconds timeout,
+                                        bool wait_all_ranks) {
   try {
     inner_->do_monitored_barrier(group, timeout, wait_all_ranks);
   } catch (const std::exception& e) {

@@ -1,18 +1,17 @@
 #pragma once
 // The serial model: one process, no backend; every collective returns its input.
-#include "idist/computation_model.hpp"
+#include "core/backend.hpp"
 
 namespace idist::serial_backend {
 
 /// ignite's _SerialModel: rank 0 of a world of 1.
-class SerialModel final : public ComputationModel {
+class SerialBackend final : public core::Backend {
  public:
-  SerialModel() : ComputationModel(std::chrono::minutes(30)) {}
+  SerialBackend() : Backend(std::chrono::minutes(30)) {}
   std::string model_name() const override { return "serial"; }
   std::optional<std::string> backend() const override { return std::nullopt; }
   Device device() const override;
 
- protected:
   /// Any device: one rank moves no data between processes (ignite's serial collectives return
   /// their input, on whatever device it is).
   void check_device_buffer(OpType, std::string_view, const Device&) const override {}

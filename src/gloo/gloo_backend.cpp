@@ -1,5 +1,5 @@
-// GlooModel: rendezvous, communicators, barriers and teardown.
-#include "gloo/gloo_model.hpp"
+// GlooBackend: rendezvous, communicators, barriers and teardown.
+#include "gloo/gloo_backend.hpp"
 
 #include <gloo/barrier.h>
 #include <gloo/common/error.h>
@@ -34,7 +34,7 @@ using rendezvous::describe_rank;
 
 }  // namespace
 
-GlooModel::GlooModel(const InitOptions& opts) : ComputationModel(opts.timeout) {
+GlooBackend::GlooBackend(const InitOptions& opts) : Backend(opts.timeout) {
   rendezvous::WorldInfo info = rendezvous::discover(opts);
   set_layout(info.layout());  // provisional until exchange_topology()
   use_bcube_ = launch::gloo_allreduce_bcube();
@@ -63,17 +63,17 @@ GlooModel::GlooModel(const InitOptions& opts) : ComputationModel(opts.timeout) {
   }
 }
 
-GlooModel::~GlooModel() {
+GlooBackend::~GlooBackend() {
   if (!torn_down_) teardown(false);
 }
 
-Device GlooModel::device() const {
+Device GlooBackend::device() const {
   return backend_kit::cuda_device_count() > 0 ? Device{DeviceType::CUDA, local_rank()} : Device{};
 }
 
-void GlooModel::set_local_rank(int local_rank) { set_layout_local_rank(local_rank); }
+void GlooBackend::set_local_rank(int local_rank) { set_layout_local_rank(local_rank); }
 
-void GlooModel::connect(GlooGroup& group, const std::string& prefix) {
+void GlooBackend::connect(GlooGroup& group, const std::string& prefix) {
   auto context = std::make_shared<gloo::rendezvous::Context>(group.rank(), group.size());
   context->setTimeout(timeout());
   const std::string what = fmt::format(
@@ -97,7 +97,7 @@ void GlooModel::connect(GlooGroup& group, const std::string& prefix) {
   watch(group);
 }
 
-void GlooModel::watch(GlooGroup& group) {
+void GlooBackend::watch(GlooGroup& group) {
   if (!watch_) return;
   const int self = group.rank();
   const std::string& my_address = peers_.at(std::size_t(rank())).address;
@@ -135,7 +135,7 @@ void GlooModel::watch(GlooGroup& group) {
   watch_->add(group.watched);
 }
 
-std::shared_ptr<ProcessGroup> GlooModel::create_group(std::vector<int> sorted_ranks) {
+std::shared_ptr<ProcessGroup> GlooBackend::create_group(std::vector<int> sorted_ranks) {
   if (int(sorted_ranks.size()) == world_size()) return world_group();  // the world, listed
   const std::string prefix = fmt::format("idist/gloo/group/{}", fmt::join(sorted_ranks, ","));
   auto group = std::make_shared<GlooGroup>(std::move(sorted_ranks), rank(), world_size(), id());
@@ -144,9 +144,9 @@ std::shared_ptr<ProcessGroup> GlooModel::create_group(std::vector<int> sorted_ra
   return group;
 }
 
-std::shared_ptr<core::debug::ProgressBoard> GlooModel::progress_board() { return store::make_progress_board(store_); }
+std::shared_ptr<core::debug::ProgressBoard> GlooBackend::progress_board() { return store::make_progress_board(store_); }
 
-Work GlooModel::do_barrier(const ProcessGroup& group, Completion how) {
+Work GlooBackend::do_barrier(const ProcessGroup& group, Completion how) {
   const auto timeout = this->timeout();
   return issue(group, OpType::Barrier, how, [timeout, retained = retained_.get()](gloo::Context& ctx) {
     retained->run<gloo::BarrierOptions>(borrow(ctx), [&](gloo::BarrierOptions& o) {
@@ -156,25 +156,25 @@ Work GlooModel::do_barrier(const ProcessGroup& group, Completion how) {
   });
 }
 
-void GlooModel::do_monitored_barrier(const ProcessGroup& group, std::chrono::milliseconds timeout,
-                                     bool wait_all_ranks) {
+void GlooBackend::do_monitored_barrier(const ProcessGroup& group, std::chrono::milliseconds timeout,
+                                       bool wait_all_ranks) {
   const auto& g = static_cast<const GlooGroup&>(group);
   const std::uint64_t n = g.monitored_barriers.fetch_add(1);
   store::store_monitored_barrier(*store_, fmt::format("idist/monitored_barrier/{}/{}", g.name(), n), g.ranks(), rank(),
                                  timeout, wait_all_ranks);
 }
 
-void GlooModel::finalize() {
+void GlooBackend::finalize() {
   if (!torn_down_) teardown(true);
 }
 
-void GlooModel::teardown(bool barrier_first) noexcept {
+void GlooBackend::teardown(bool barrier_first) noexcept {
   torn_down_ = true;
   const GlooGroup* world = groups_.empty() ? nullptr : groups_.front().get();
   if (barrier_first && world && !world->broken.load()) {
     // Every rank is done with the store and the contexts once all have arrived here.
     try {
-      barrier(Group{}, Completion::Blocking);
+      do_barrier(*world_group(), Completion::Blocking);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "idist: gloo finalize on rank %d: closing barrier failed: %s\n", rank(), e.what());
     }
@@ -207,6 +207,6 @@ void GlooModel::teardown(bool barrier_first) noexcept {
   sigpipe_.restore();
 }
 
-std::unique_ptr<ComputationModel> create(const InitOptions& opts) { return std::make_unique<GlooModel>(opts); }
+std::unique_ptr<core::Backend> create(const InitOptions& opts) { return std::make_unique<GlooBackend>(opts); }
 
 }  // namespace idist::gloo_backend

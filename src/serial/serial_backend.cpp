@@ -1,5 +1,5 @@
 // Serial model: collectives over a world of one rank.
-#include "serial/serial_model.hpp"
+#include "serial/serial_backend.hpp"
 
 #include <cstring>
 
@@ -9,7 +9,7 @@
 
 namespace idist::serial_backend {
 
-Device SerialModel::device() const {
+Device SerialBackend::device() const {
   // ignite: cuda when a GPU is usable, else cpu.
   return backend_kit::cuda_device_count() > 0 ? Device{DeviceType::CUDA, 0} : Device{};
 }
@@ -24,7 +24,7 @@ Work copy(const ConstBuffer& in, const Buffer& out) {
 }
 }  // namespace
 
-Work SerialModel::do_reduce(const Reduction& r, Completion) {
+Work SerialBackend::do_reduce(const Reduction& r, Completion) {
   switch (r.op) {
     case OpType::AllReduce:
     case OpType::Reduce:
@@ -37,7 +37,7 @@ Work SerialModel::do_reduce(const Reduction& r, Completion) {
   backend_kit::outside_family(r.op, backend_kit::OpFamily::Reduction);
 }
 
-Work SerialModel::do_gather(const Gathering& g, Completion) {
+Work SerialBackend::do_gather(const Gathering& g, Completion) {
   switch (g.op) {
     case OpType::AllGather:
     case OpType::AllGatherV:
@@ -49,7 +49,7 @@ Work SerialModel::do_gather(const Gathering& g, Completion) {
   backend_kit::outside_family(g.op, backend_kit::OpFamily::Gathering);
 }
 
-Work SerialModel::do_distribute(const Distribution& d, Completion) {
+Work SerialBackend::do_distribute(const Distribution& d, Completion) {
   switch (d.op) {
     case OpType::Broadcast:
     case OpType::Scatter:
@@ -62,8 +62,8 @@ Work SerialModel::do_distribute(const Distribution& d, Completion) {
   backend_kit::outside_family(d.op, backend_kit::OpFamily::Distribution);
 }
 
-Work SerialModel::do_barrier(const ProcessGroup&, Completion) { return Work{}; }
+Work SerialBackend::do_barrier(const ProcessGroup&, Completion) { return Work{}; }
 
-std::unique_ptr<ComputationModel> create(const InitOptions&) { return std::make_unique<SerialModel>(); }
+std::unique_ptr<core::Backend> create(const InitOptions&) { return std::make_unique<SerialBackend>(); }
 
 }  // namespace idist::serial_backend

@@ -1,5 +1,5 @@
-// MPIModel: setup, groups, barriers, and what the operation families share (Work, run_op).
-#include "mpi/mpi_model.hpp"
+// MPIBackend: setup, groups, barriers, and what the operation families share (Work, run_op).
+#include "mpi/mpi_backend.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -14,16 +14,16 @@
 #include "backend_kit/cuda_probe.hpp"
 #include "idist/error.hpp"
 #include "mpi/exit_timer.hpp"
+#include "mpi/mpi_backend_calls.hpp"
 #include "mpi/mpi_error.hpp"
-#include "mpi/mpi_model_calls.hpp"
 #include "mpi/mpi_monitored_barrier.hpp"
 #include "mpi/mpi_work.hpp"
 #include "mpi/single_copy.hpp"
 
 namespace idist::mpi_backend {
 
-MPIModel::MPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_level, const MpiSettings& settings)
-    : ComputationModel(timeout), owns_mpi_(owns_mpi), thread_level_(thread_level), max_count_(settings.max_count) {
+MPIBackend::MPIBackend(std::chrono::milliseconds timeout, bool owns_mpi, int thread_level, const MpiSettings& settings)
+    : Backend(timeout), owns_mpi_(owns_mpi), thread_level_(thread_level), max_count_(settings.max_count) {
   serialize_mpi_calls = thread_level < MPI_THREAD_MULTIPLE;
   int comm_rank = 0;
   int comm_size = 1;
@@ -84,13 +84,13 @@ MPIModel::MPIModel(std::chrono::milliseconds timeout, bool owns_mpi, int thread_
     blocking_chunk_ = std::size_t(1) << 20;
 }
 
-Device MPIModel::device() const {
+Device MPIBackend::device() const {
   return backend_kit::cuda_device_count() > 0 ? Device{DeviceType::CUDA, local_rank()} : Device{};
 }
 
-void MPIModel::set_local_rank(int local_rank) { set_layout_local_rank(local_rank); }
+void MPIBackend::set_local_rank(int local_rank) { set_layout_local_rank(local_rank); }
 
-void MPIModel::finalize() {
+void MPIBackend::finalize() {
   if (finalized_) return;
   finalized_ = true;
   if (progress_) {
@@ -118,7 +118,7 @@ void MPIModel::finalize() {
   finalize_owned_mpi(rank(), std::max<std::chrono::milliseconds>(timeout(), std::chrono::seconds(10)));
 }
 
-void MPIModel::abort_broken() const {
+void MPIBackend::abort_broken() const {
   // Peers that hung in the same collective reach their own timeout about now; aborting at once would
   // kill them before they report it (and write their flight recorders), so they get a grace period.
   // Half the timeout, so that it rarely ends together with a peer's watchdog abort (an mpirun under
@@ -138,18 +138,19 @@ void MPIModel::abort_broken() const {
 // ---------------------------------------------------------------------------------------------
 // groups
 
-std::shared_ptr<ProcessGroup> MPIModel::create_group(std::vector<int> sorted_ranks) {
+std::shared_ptr<ProcessGroup> MPIBackend::create_group(std::vector<int> sorted_ranks) {
   auto group = split_group(std::move(sorted_ranks), world_comm_, rank(), world_size(), id());
   groups_.push_back(group);
   return group;
 }
 
-MPI_Comm MPIModel::healthy_comm(const ProcessGroup& group, OpType op) const {
+MPI_Comm MPIBackend::healthy_comm(const ProcessGroup& group, OpType op) const {
   health_->check(to_string(op), rank());
   return static_cast<const MpiGroup&>(group).comm;
 }
 
-void MPIModel::do_monitored_barrier(const ProcessGroup& group, std::chrono::milliseconds timeout, bool wait_all_ranks) {
+void MPIBackend::do_monitored_barrier(const ProcessGroup& group, std::chrono::milliseconds timeout,
+                                      bool wait_all_ranks) {
   const auto& g = static_cast<const MpiGroup&>(group);
   mpi_monitored_barrier(g.comm, g.rank(), g.ranks(), g.monitored_barriers.fetch_add(1), timeout, wait_all_ranks);
 }
@@ -157,31 +158,31 @@ void MPIModel::do_monitored_barrier(const ProcessGroup& group, std::chrono::mill
 // ---------------------------------------------------------------------------------------------
 // operations
 
-Work MPIModel::complete(Work work, Completion how) {
+Work MPIBackend::complete(Work work, Completion how) {
   if (how == Completion::Async) return work;
   work.wait();
   return Work{};
 }
 
-Work MPIModel::make_work(MPI_Request request, const char* mpi_fn, OpType op) {
+Work MPIBackend::make_work(MPI_Request request, const char* mpi_fn, OpType op) {
   if (progress_) [[unlikely]]
     return Work(progress_->track({request}, {}, mpi_fn), op, rank(), timeout());
   return Work(std::make_shared<MpiWork>(request, mpi_fn, rank(), health_), op, rank(), timeout());
 }
 
-Work MPIModel::make_work(std::vector<MPI_Request> requests, std::vector<int> ints, const char* mpi_fn, OpType op) {
+Work MPIBackend::make_work(std::vector<MPI_Request> requests, std::vector<int> ints, const char* mpi_fn, OpType op) {
   if (progress_) return Work(progress_->track(std::move(requests), std::move(ints), mpi_fn), op, rank(), timeout());
   return Work(std::make_shared<MpiWork>(std::move(requests), std::move(ints), mpi_fn, rank(), health_), op, rank(),
               timeout());
 }
 
-std::size_t MPIModel::elements_per_call(std::size_t chunk_bytes, DType dtype) const {
+std::size_t MPIBackend::elements_per_call(std::size_t chunk_bytes, DType dtype) const {
   return chunk_bytes ? std::min(max_count_, std::max<std::size_t>(1, chunk_bytes / dtype_size(dtype))) : max_count_;
 }
 
-Work MPIModel::run_op(OpType op, const ProcessGroup& group, Completion how, const char* blocking_fn,
-                      const std::function<int()>& blocking, const char* post_fn,
-                      const std::function<int(MPI_Request*)>& post, std::vector<int> ints) {
+Work MPIBackend::run_op(OpType op, const ProcessGroup& group, Completion how, const char* blocking_fn,
+                        const std::function<int()>& blocking, const char* post_fn,
+                        const std::function<int(MPI_Request*)>& post, std::vector<int> ints) {
   if (how == Completion::Blocking && watchdog_ && run_watched(op, group, blocking_fn, blocking)) return Work{};
   MPI_Request request;
   int rc;
@@ -193,14 +194,14 @@ Work MPIModel::run_op(OpType op, const ProcessGroup& group, Completion how, cons
   return complete(make_work(std::vector<MPI_Request>{request}, std::move(ints), post_fn, op), how);
 }
 
-void MPIModel::check_int_counts(OpType op, std::initializer_list<std::size_t> counts) const {
+void MPIBackend::check_int_counts(OpType op, std::initializer_list<std::size_t> counts) const {
   for (std::size_t c : counts)
     if (c > max_count_)
       throw BackendError(fmt::format("{} on rank {}: {} elements exceed the {} the mpi backend passes to one MPI call",
                                      to_string(op), rank(), c, max_count_));
 }
 
-Work MPIModel::do_barrier(const ProcessGroup& group, Completion how) {
+Work MPIBackend::do_barrier(const ProcessGroup& group, Completion how) {
   const MPI_Comm comm = healthy_comm(group, OpType::Barrier);
   if (how == Completion::Blocking && watchdog_ &&
       run_watched(OpType::Barrier, group, "MPI_Barrier", [&] { return MPI_Barrier(comm); }))

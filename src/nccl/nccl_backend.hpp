@@ -1,12 +1,12 @@
 #pragma once
-// NCCLModel: the "nccl" backend (ignite's _NativeDistModel with backend "nccl").
+// NCCLBackend: the "nccl" backend (ignite's _NativeDistModel with backend "nccl").
 #include <cstddef>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
 
-#include "idist/computation_model.hpp"
+#include "core/backend.hpp"
 #include "idist/context.hpp"
 #include "nccl/communicator.hpp"
 #include "nccl/nccl_staging.hpp"
@@ -33,15 +33,15 @@ inline const std::shared_ptr<Communicator>& comm_of(const ProcessGroup& group) {
 /// NCCL collectives on this rank's CUDA device (cuda:<local rank>). See docs/nccl.md for the
 /// memory and stream rules: CUDA buffers must be on that device, host buffers are staged through it,
 /// each communicator has its own stream ordered after the caller's stream by events.
-class NCCLModel final : public ComputationModel {
+class NCCLBackend final : public core::Backend {
  public:
   /// Checks for a CUDA device, rendezvouses, selects cuda:<local rank> and creates the world
   /// communicator. Collective over the world.
   /// @throws BackendError "the nccl backend needs a CUDA device; none is visible: ..." first of all;
   ///         ValueError for bad rank information; TimeoutError when ranks do not meet in time.
-  explicit NCCLModel(const InitOptions& opts);
+  explicit NCCLBackend(const InitOptions& opts);
   /// Aborts the communicators if finalize() did not run (never waits for peers).
-  ~NCCLModel() override;
+  ~NCCLBackend() override;
 
   std::string model_name() const override { return "native-dist"; }
   std::optional<std::string> backend() const override { return "nccl"; }
@@ -55,7 +55,6 @@ class NCCLModel final : public ComputationModel {
   /// The rank's device: CUDA buffers must be there; host buffers are staged through it.
   Device buffer_device() const override { return device(); }
 
- protected:
   /// A CUDA buffer must be on this rank's device; host memory is accepted (and staged).
   void check_device_buffer(OpType op, std::string_view arg, const Device& dev) const override;
   /// ncclCommSplit of the world's communicator (collective over the world), or with

@@ -1,5 +1,5 @@
-// NCCLModel: setup, groups, buffer placement, the barrier and teardown.
-#include "nccl/nccl_model.hpp"
+// NCCLBackend: setup, groups, buffer placement, the barrier and teardown.
+#include "nccl/nccl_backend.hpp"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -41,7 +41,7 @@ std::string visible_devices_text() {
 
 }  // namespace
 
-NCCLModel::NCCLModel(const InitOptions& opts) : ComputationModel(opts.timeout) {
+NCCLBackend::NCCLBackend(const InitOptions& opts) : Backend(opts.timeout) {
   const int ndev = require_cuda_device();  // before anything else: the clearest error without a GPU
   Rendezvous rv = rendezvous(opts);
   set_layout(rv.layout);
@@ -83,11 +83,11 @@ NCCLModel::NCCLModel(const InitOptions& opts) : ComputationModel(opts.timeout) {
   groups_.push_back(std::move(world));
 }
 
-NCCLModel::~NCCLModel() { shutdown(false); }
+NCCLBackend::~NCCLBackend() { shutdown(false); }
 
-void NCCLModel::finalize() { shutdown(true); }
+void NCCLBackend::finalize() { shutdown(true); }
 
-void NCCLModel::shutdown(bool collective) noexcept {
+void NCCLBackend::shutdown(bool collective) noexcept {
   // Every communicator is finalized (collective) or aborted (local, never waits for peers) before any
   // memory is freed: cudaFree synchronizes the device, which a hung NCCL kernel would never allow.
   {
@@ -119,7 +119,7 @@ void NCCLModel::shutdown(bool collective) noexcept {
   env_guard_.reset();
 }
 
-std::shared_ptr<ProcessGroup> NCCLModel::create_group(std::vector<int> sorted_ranks) {
+std::shared_ptr<ProcessGroup> NCCLBackend::create_group(std::vector<int> sorted_ranks) {
   if (int(sorted_ranks.size()) == world_size()) return world_group();  // the world, listed
   auto group = std::make_shared<NcclGroup>(std::move(sorted_ranks), rank(), world_size(), id());
   group->comm = create_group_comm(group->ranks(), group->is_member());
@@ -128,11 +128,11 @@ std::shared_ptr<ProcessGroup> NCCLModel::create_group(std::vector<int> sorted_ra
   return group;
 }
 
-std::shared_ptr<core::debug::ProgressBoard> NCCLModel::progress_board() {
+std::shared_ptr<core::debug::ProgressBoard> NCCLBackend::progress_board() {
   return rendezvous_store_ ? store::make_progress_board(rendezvous_store_) : nullptr;
 }
 
-std::shared_ptr<Communicator> NCCLModel::create_group_comm(const std::vector<int>& ranks, bool member) {
+std::shared_ptr<Communicator> NCCLBackend::create_group_comm(const std::vector<int>& ranks, bool member) {
   Communicator::Info info{Group(ranks).str(), rank(), device_};
   if (use_split_) return Communicator::split(*world_comm_, member, rank(), std::move(info), timeout());
   if (!member) return nullptr;
@@ -143,8 +143,8 @@ std::shared_ptr<Communicator> NCCLModel::create_group_comm(const std::vector<int
   return Communicator::init_rank(id, int(ranks.size()), position, std::move(info), timeout());
 }
 
-Device NCCLModel::placement(OpType op, std::string_view arg, const void* data, std::size_t bytes,
-                            const Device& dev) const {
+Device NCCLBackend::placement(OpType op, std::string_view arg, const void* data, std::size_t bytes,
+                              const Device& dev) const {
   // check_buffer() (the front door) has accepted `dev`; here CUDA says what the pointer really is.
   if (dev.type != DeviceType::CUDA || bytes == 0) return dev;
   cudaPointerAttributes attr{};
@@ -165,13 +165,13 @@ Device NCCLModel::placement(OpType op, std::string_view arg, const void* data, s
   }
 }
 
-OpContext NCCLModel::op_context() const { return OpContext{pinned_, device_pool_, watchdog_.get(), timeout()}; }
+OpContext NCCLBackend::op_context() const { return OpContext{pinned_, device_pool_, watchdog_.get(), timeout()}; }
 
-void NCCLModel::check_device_buffer(OpType op, std::string_view arg, const Device& dev) const {
+void NCCLBackend::check_device_buffer(OpType op, std::string_view arg, const Device& dev) const {
   check_buffer_device(to_string(op), arg, dev, device());
 }
 
-Work NCCLModel::do_barrier(const ProcessGroup& group, Completion how) {
+Work NCCLBackend::do_barrier(const ProcessGroup& group, Completion how) {
   const std::shared_ptr<Communicator>& comm = comm_of(group);
   // A one-element all-reduce on this rank's device: completes once every rank has contributed.
   Op o(OpType::Barrier, comm, op_context());
@@ -180,6 +180,6 @@ Work NCCLModel::do_barrier(const ProcessGroup& group, Completion how) {
   return o.finish(how);
 }
 
-std::unique_ptr<ComputationModel> create(const InitOptions& opts) { return std::make_unique<NCCLModel>(opts); }
+std::unique_ptr<core::Backend> create(const InitOptions& opts) { return std::make_unique<NCCLBackend>(opts); }
 
 }  // namespace idist::nccl_backend

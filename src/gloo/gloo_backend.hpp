@@ -1,5 +1,5 @@
 #pragma once
-// GlooModel: the "gloo" backend, Gloo's collective algorithms over its TCP transport.
+// GlooBackend: the "gloo" backend, Gloo's collective algorithms over its TCP transport.
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "core/backend.hpp"
 #include "gloo/op_lane.hpp"
 #include "gloo/pair_socket.hpp"
 #include "gloo/peer_watch.hpp"
 #include "gloo/reduce_scatter_cache.hpp"
 #include "gloo/retained_options.hpp"
 #include "gloo/sigpipe_guard.hpp"
-#include "idist/computation_model.hpp"
 #include "rendezvous/discovery.hpp"
 #include "rendezvous/env.hpp"
 #include "rendezvous/network_interface.hpp"
@@ -77,15 +77,15 @@ class GlooGroup final : public ProcessGroup {
 /// - While the backend is initialized SIGPIPE is ignored (when it was at its default), so that a
 ///   write to a dead peer is an error instead of killing the process; finalize() restores it.
 /// - Never touches MPI, even when launched by mpirun (ranks come from Open MPI's variables).
-class GlooModel final : public ComputationModel {
+class GlooBackend final : public core::Backend {
  public:
   /// Discovers ranks, opens the store, connects the world context and completes the topology.
   /// @throws ValueError for bad options / environment; TimeoutError when the rendezvous does not
   ///         complete within opts.timeout; BackendError when the transport fails.
-  explicit GlooModel(const InitOptions& opts);
+  explicit GlooBackend(const InitOptions& opts);
   /// Tears down without the closing barrier when finalize() was not called (initialize failed, or
   /// the process is unwinding).
-  ~GlooModel() override;
+  ~GlooBackend() override;
 
   std::string model_name() const override { return "native-dist"; }
   std::optional<std::string> backend() const override { return "gloo"; }
@@ -101,7 +101,6 @@ class GlooModel final : public ComputationModel {
   /// The board over the rendezvous store (keys "idist/debug/seq/...").
   std::shared_ptr<core::debug::ProgressBoard> progress_board() override;
 
- protected:
   /// Connects the group's own gloo context under the store prefix "idist/gloo/group/<ranks>" (members
   /// only; non-members take no part).
   std::shared_ptr<ProcessGroup> create_group(std::vector<int> sorted_ranks) override;

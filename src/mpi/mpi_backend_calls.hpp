@@ -1,5 +1,5 @@
 #pragma once
-// MPIModel's templates shared by the files of the operation families (mpi_reduce.cpp, mpi_gather.cpp,
+// MPIBackend's templates shared by the files of the operation families (mpi_reduce.cpp, mpi_gather.cpp,
 // mpi_distribute.cpp) and the model: a blocking MPI call under the watchdog, and non-blocking posts
 // in chunks.
 #include <mpi.h>
@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "mpi/mpi_backend.hpp"
 #include "mpi/mpi_error.hpp"
-#include "mpi/mpi_model.hpp"
 
 namespace idist::mpi_backend {
 
@@ -20,7 +20,7 @@ inline std::byte* element_at(void* base, std::size_t elements, std::size_t esize
 }
 
 template <class Post>
-Work MPIModel::post_in_chunks(const Buffer& data, std::size_t limit, const char* mpi_fn, OpType op, Post post) {
+Work MPIBackend::post_in_chunks(const Buffer& data, std::size_t limit, const char* mpi_fn, OpType op, Post post) {
   if (data.count <= limit) [[likely]] {
     MPI_Request request;
     int rc;
@@ -47,7 +47,7 @@ Work MPIModel::post_in_chunks(const Buffer& data, std::size_t limit, const char*
 // Blocking calls: MPI's blocking functions under the watchdog (when switched on). Buffers beyond
 // MPI's int counts, and calls that find every watchdog slot taken, wait on the non-blocking call.
 template <class Call>
-bool MPIModel::run_watched(OpType op, const ProcessGroup& group, const char* mpi_fn, Call call) {
+bool MPIBackend::run_watched(OpType op, const ProcessGroup& group, const char* mpi_fn, Call call) {
   const Watchdog::Scope watched(*watchdog_, to_string(op).data(), static_cast<const MpiGroup&>(group).label.c_str());
   if (!watched) return false;
   int rc;
