@@ -67,7 +67,6 @@ std::vector<std::size_t> split_counts(const std::vector<std::int64_t>& sizes, st
 }
 
 Work reduce_tensor(const at::Tensor& t, int dst, ReduceOp op, const Group& group, Completion how) {
-  checked_dtype(t, to_string(OpType::Reduce));
   return comm::reduce(t, dst, op, group, how);
 }
 

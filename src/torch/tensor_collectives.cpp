@@ -22,12 +22,10 @@ namespace idist {
 namespace comm = detail::comm;
 
 Work all_reduce_async(const at::Tensor& t, ReduceOp op, const Group& group) {
-  detail::checked_dtype(t, to_string(OpType::AllReduce));
   return comm::all_reduce(t, op, group, Completion::Async);
 }
 
 at::Tensor all_reduce(at::Tensor t, ReduceOp op, const Group& group) {
-  detail::checked_dtype(t, to_string(OpType::AllReduce));
   comm::all_reduce(t, op, group, Completion::Blocking);
   return t;
 }
@@ -102,7 +100,6 @@ namespace {
 // In-place broadcast of `t` from world rank `src`, after the checks every form makes.
 Work broadcast_tensor(const at::Tensor& t, int src, const Group& group, Completion how) {
   comm::check_src(src, to_string(OpType::Broadcast));
-  detail::checked_dtype(t, to_string(OpType::Broadcast));
   return comm::broadcast(t, src, group, how);
 }
 

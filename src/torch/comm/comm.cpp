@@ -47,10 +47,11 @@ ConstBuffer const_buffer(const Staged& s) {
 Buffer buffer(const Staged& s) { return s.buffer.defined() ? tensor_buffer(s.buffer) : Buffer{}; }
 Staged stage_if_defined(const at::Tensor& t, c10::Device dev) { return t.defined() ? stage(t, dev) : Staged{}; }
 
-// An operation in place on `t`: staged on the backend's device, issued by `op(model, buffer)`, written
-// back as `how` says.
+// Operation `type` in place on `t`: checked (defined, a dtype idist carries), staged on the backend's
+// device, issued by `op(model, buffer)`, written back as `how` says.
 template <class Op>
-Work in_place(const at::Tensor& t, Completion how, Op op) {
+Work in_place(OpType type, const at::Tensor& t, Completion how, Op op) {
+  checked_dtype(t, to_string(type));
   ComputationModel& m = current_model();
   const Staged s = stage(t, device_of(m));
   return finish_in_place(op(m, tensor_buffer(s.buffer)), t, s, how);
@@ -82,15 +83,18 @@ Completion bucket_completion() {
 void check_src(int src, std::string_view fn) { detail::check_src(current_model(), src, fn); }
 
 Work all_reduce(const at::Tensor& t, ReduceOp op, const Group& group, Completion how) {
-  return in_place(t, how, [&](ComputationModel& m, Buffer b) { return m.all_reduce(b, op, group, how); });
+  return in_place(OpType::AllReduce, t, how,
+                  [&](ComputationModel& m, Buffer b) { return m.all_reduce(b, op, group, how); });
 }
 
 Work broadcast(const at::Tensor& t, int src, const Group& group, Completion how) {
-  return in_place(t, how, [&](ComputationModel& m, Buffer b) { return m.broadcast(b, src, group, how); });
+  return in_place(OpType::Broadcast, t, how,
+                  [&](ComputationModel& m, Buffer b) { return m.broadcast(b, src, group, how); });
 }
 
 Work reduce(const at::Tensor& t, int dst, ReduceOp op, const Group& group, Completion how) {
-  return in_place(t, how, [&](ComputationModel& m, Buffer b) { return m.reduce(b, op, dst, group, how); });
+  return in_place(OpType::Reduce, t, how,
+                  [&](ComputationModel& m, Buffer b) { return m.reduce(b, op, dst, group, how); });
 }
 
 Work all_gather(const at::Tensor& in, const at::Tensor& out, const Group& group, Completion how) {
@@ -139,6 +143,7 @@ Work all_to_all_v(const at::Tensor& in, const at::Tensor& out, std::span<const s
 }
 
 Work send(const at::Tensor& t, int dst, int tag, Completion how) {
+  checked_dtype(t, to_string(OpType::Send));
   ComputationModel& m = current_model();
   const Staged s = stage(t, device_of(m));
   Work w = m.send(const_buffer(s), dst, tag, how);
@@ -147,7 +152,7 @@ Work send(const at::Tensor& t, int dst, int tag, Completion how) {
 }
 
 Work recv(const at::Tensor& t, int src, int tag, Completion how) {
-  return in_place(t, how, [&](ComputationModel& m, Buffer b) { return m.recv(b, src, tag, how); });
+  return in_place(OpType::Recv, t, how, [&](ComputationModel& m, Buffer b) { return m.recv(b, src, tag, how); });
 }
 
 }  // namespace idist::detail::comm

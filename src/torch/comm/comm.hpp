@@ -6,7 +6,9 @@
 // contiguous tensor already there, see staging.hpp), issues the model's operation and finishes it:
 // Completion::Blocking writes staged outputs back before returning; Completion::Async returns a Work
 // whose continuations keep the staged tensors (and any counts) alive and write the outputs back.
-// Callers check their own arguments first, so that their messages name the public function. Counts
+// The single-tensor operations (all_reduce, broadcast, reduce, send, recv) check their tensor here
+// (defined, a dtype idist carries; the message names the operation, as the public function is named);
+// callers check the rest of their arguments first, so that their messages name the public function. Counts
 // are read until an operation completes: an Async caller keeps them alive until then.
 #include <cstddef>
 #include <span>
