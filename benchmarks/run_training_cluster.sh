@@ -15,6 +15,8 @@
 # at the rate (a 2-rank all-reduce sends and receives each rank's gradients' size once). Results:
 # <out>/bound_<rate>/batch<B>/ and <out>/bound_summary.txt (ratios; the issue's limit is 1.15), with the
 # synchronous floor forward + max(backward + optimizer step, wire) from no_sync's timed phases.
+# PIN=1 pins each rank to one core (host K's rank to core K-1, as idist::spawn pins its workers); by
+# default (0) the ranks float over both cores.
 # As root; tears the cluster down on exit.
 #
 #   RATES="1gbit 10gbit" MODELS=mlp32x512 BUILD_DIR=build benchmarks/run_training_cluster.sh [args...]
@@ -34,6 +36,14 @@ zero_configs=${ZERO_CONFIGS-auto_model_adam:5,zero:5,zero2:5}
 # mpi runs once per entry: auto = idist's default across hosts (the progress thread on), 0 = without it
 # (buckets all-reduced inside the gradient hooks; files labelled mpi-nothread), 1 = forced on.
 mpi_progress=${MPI_PROGRESS:-auto 0}
+pin=${PIN:-0}
+[[ $pin == 0 || $pin == 1 ]] || { echo "run_training_cluster: PIN=$pin, expected 0 or 1" >&2; exit 1; }
+# Under mpirun, rank K to core K (Open MPI's --bind-to core would bind both hosts' ranks to core 0).
+mpi_pin=()
+# shellcheck disable=SC2016
+[ "$pin" = 1 ] && mpi_pin=(--bind-to none sh -c 'exec taskset -c "$OMPI_COMM_WORLD_RANK" "$@"' pin)
+# gloo: host K's process, pinned to core K-1 with PIN=1.
+host_pin() { [ "$pin" = 1 ] && echo taskset -c $(($1 - 1)); true; }
 trap '"$cluster" down >/dev/null 2>&1 || true' EXIT
 
 sweep=${SWEEP:-1}
@@ -65,15 +75,17 @@ run_backends() {
             $("$root/scripts/cluster-agent.sh" --mpirun-flags) --host "$h1:1,$h2:1" -np 2 -x OMP_NUM_THREADS \
             -x IDIST_MPI_PROGRESS_THREAD ${IDIST_MPI_PROGRESS_CHUNK_BYTES:+-x IDIST_MPI_PROGRESS_CHUNK_BYTES} \
             ${IDIST_MPI_PROGRESS_INTERVAL_US:+-x IDIST_MPI_PROGRESS_INTERVAL_US} \
-            "$bin" "${args[@]}" --label "$label" | tee "$dir/training_$label.txt"
+            "${mpi_pin[@]}" "$bin" "${args[@]}" --label "$label" | tee "$dir/training_$label.txt"
         done
         ;;
       gloo)
         port=$((20000 + RANDOM % 20000))
-        "$cluster" run 2 env RANK=1 LOCAL_RANK=0 WORLD_SIZE=2 LOCAL_WORLD_SIZE=1 MASTER_ADDR="$h1" \
+        # shellcheck disable=SC2046
+        "$cluster" run 2 $(host_pin 2) env RANK=1 LOCAL_RANK=0 WORLD_SIZE=2 LOCAL_WORLD_SIZE=1 MASTER_ADDR="$h1" \
           MASTER_PORT="$port" "$bin" "${args[@]}" > "$dir/training_gloo.rank1.txt" 2>&1 &
         rank1=$!
-        "$cluster" run 1 env RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 LOCAL_WORLD_SIZE=1 MASTER_ADDR="$h1" \
+        # shellcheck disable=SC2046
+        "$cluster" run 1 $(host_pin 1) env RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 LOCAL_WORLD_SIZE=1 MASTER_ADDR="$h1" \
           MASTER_PORT="$port" "$bin" "${args[@]}" | tee "$dir/training_gloo.txt"
         wait "$rank1"
         ;;
