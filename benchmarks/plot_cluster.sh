@@ -10,7 +10,8 @@ model=${3:-mlp32x512}
 command -v gnuplot > /dev/null || { echo "plot_cluster.sh: gnuplot not found (apt-get install gnuplot-nox)" >&2; exit 1; }
 mkdir -p "$img"
 data=$(mktemp)
-trap 'rm -f "$data"' EXIT
+png=$(mktemp)
+trap 'rm -f "$data" "$png"' EXIT
 
 # One block per (rate, backend): "bucket_MiB p50_ms no_sync_ms status_quo_ms", blocks separated by two blank lines.
 titles=()
@@ -28,9 +29,12 @@ for dir in "$in"/cluster_*; do
   done
 done
 [ ${#titles[@]} -gt 0 ] || { echo "plot_cluster.sh: no cluster_*/training_*_$model.csv under $in" >&2; exit 1; }
+# A run without the bucket sweep (only ZeroRedundancyOptimizer's configurations, say) has nothing to draw;
+# the image in place is kept.
+grep -q '^[0-9]' "$data" || { echo "plot_cluster.sh: no auto_model:<MiB> results under $in; $img/cluster_$model.png kept"; exit 0; }
 gnuplot <<GP
 set terminal pngcairo size 900,560 font ",10" noenhanced
-set output "$img/cluster_$model.png"
+set output "$png"
 set title "$model across 2 emulated hosts (tbf-shaped links), 1 rank per host: p50 step time"
 set logscale x 2
 set xlabel "auto_model bucket cap (MiB)"
@@ -44,4 +48,7 @@ plot for [i=0:n-1] "$data" index i using 1:2 with linespoints lw 2 pt 7 lc i+1 t
      for [i=0:n-1] "$data" index i using 1:3 with lines dt 3 lc i+1 title "no_sync ".word(titles, i+1), \
      for [i=0:n-1] "$data" index i using 1:4 with lines dt 2 lc i+1 title "status quo ".word(titles, i+1)
 GP
+# Drawn aside and moved in place, so that a failed gnuplot never leaves an empty image behind.
+chmod 644 "$png"
+mv "$png" "$img/cluster_$model.png"
 echo "plot_cluster.sh: $img/cluster_$model.png"
