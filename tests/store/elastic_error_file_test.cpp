@@ -17,21 +17,12 @@
 #include "idist/error.hpp"
 #include "python_store.hpp"
 #include "support/scoped_env.hpp"
+#include "support/temp_dir.hpp"
 
 namespace {
-namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/idist-errfile-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using idist::test::TempDir;
+namespace fs = std::filesystem;
 
 std::string read(const fs::path& p) {
   std::ifstream in(p);
@@ -48,8 +39,8 @@ TEST(ElasticErrorFile, NothingOutsideTorchrun) {
 }
 
 TEST(ElasticErrorFile, WritesTorchsJson) {
-  TempDir dir;
-  const auto file = dir.path / "error.json";
+  TempDir dir("idist-errfile");
+  const auto file = dir / "error.json";
   idist::test::ScopedEnv env;
   env.set("TORCHELASTIC_ERROR_FILE", file.string()).set("RANK", "3").set("LOCAL_RANK", "1");
   const auto before = std::time(nullptr);
@@ -72,19 +63,19 @@ TEST(ElasticErrorFile, WritesTorchsJson) {
 
 TEST(ElasticErrorFile, TorchsProcessFailureParsesIt) {
   IDIST_REQUIRE_TORCH();
-  TempDir dir;
-  const auto file = dir.path / "error.json";
+  TempDir dir("idist-errfile");
+  const auto file = dir / "error.json";
   idist::test::ScopedEnv env;
   env.set("TORCHELASTIC_ERROR_FILE", file.string()).set("RANK", "1");
   // Invalid UTF-8 and control characters in a message must not make the agent's json.load fail.
   ASSERT_TRUE(idist::elastic::record_error(idist::BackendError(std::string("peer lost \xff\xfe \x01 ok é"))));
-  const auto out = dir.path / "parsed.txt";
+  const auto out = dir / "parsed.txt";
   const std::string script = fmt::format(
       "from torch.distributed.elastic.multiprocessing.errors import ProcessFailure\n"
       "f = ProcessFailure(local_rank=1, pid=1, exitcode=1, error_file='{}')\n"
       "open('{}', 'w').write(f.message['message'] + '\\n' + str(f.timestamp))\n",
       file.string(), out.string());
-  const auto py = dir.path / "parse.py";
+  const auto py = dir / "parse.py";
   std::ofstream(py) << script;
   ASSERT_EQ(std::system(fmt::format("{} {}", idist::test::torch_python(), py.string()).c_str()), 0);
   const std::string parsed = read(out);
@@ -93,8 +84,8 @@ TEST(ElasticErrorFile, TorchsProcessFailureParsesIt) {
 }
 
 TEST(ElasticErrorFile, OverwritesAnExistingFileLikeTorch) {
-  TempDir dir;
-  const auto file = dir.path / "error.json";
+  TempDir dir("idist-errfile");
+  const auto file = dir / "error.json";
   std::ofstream(file) << "{\"old\": 1}";
   idist::test::ScopedEnv env;
   env.set("TORCHELASTIC_ERROR_FILE", file.string());
@@ -114,8 +105,8 @@ TEST(ElasticErrorFile, AnUnwritablePathIsReportedNotThrown) {
 }
 
 TEST(ElasticRecord, ReturnsTheExitCodeOrRecordsTheException) {
-  TempDir dir;
-  const auto file = dir.path / "error.json";
+  TempDir dir("idist-errfile");
+  const auto file = dir / "error.json";
   idist::test::ScopedEnv env;
   env.set("TORCHELASTIC_ERROR_FILE", file.string()).set("RANK", "0");
   EXPECT_EQ(idist::elastic::record([] { return 7; }), 7);

@@ -21,9 +21,12 @@
 #include "store/store_barrier.hpp"
 #include "store/tcp_store.hpp"
 #include "store_test_util.hpp"
+#include "support/temp_dir.hpp"
 #include "support/time_scale.hpp"
 
 namespace {
+
+using idist::test::TempDir;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 using idist::store::FileStore;
@@ -34,22 +37,6 @@ using idist::test::seconds_since;
 using Clock = std::chrono::steady_clock;
 
 std::vector<char> bytes(std::string_view s) { return {s.begin(), s.end()}; }
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "idist_store_test_XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 std::size_t count_store_files(const std::string& dir) {
   std::size_t n = 0;
@@ -62,7 +49,7 @@ std::size_t count_store_files(const std::string& dir) {
 // ---------------------------------------------------------------- FileStore
 
 TEST(FileStore, SetGetAddCheck) {
-  TempDir dir;
+  TempDir dir("idist-store-test");
   FileStore store(dir.path() + "/store", 5s);
   store.set("a", bytes("1"));
   EXPECT_EQ(store.get_string("a"), "1");
@@ -79,7 +66,7 @@ TEST(FileStore, SetGetAddCheck) {
 }
 
 TEST(FileStore, AnyKeyIsASafeFileName) {
-  TempDir dir;
+  TempDir dir("idist-store-test");
   FileStore store(dir.path(), 5s);
   for (const std::string key : {"group/1/rank_0", "../escape", ".hidden", "sp ace", "ünï"}) {
     store.set(key, bytes(key));
@@ -91,7 +78,7 @@ TEST(FileStore, AnyKeyIsASafeFileName) {
 }
 
 TEST(FileStore, WaitAndGetTimeOutNamingTheMissingKeys) {
-  TempDir dir;
+  TempDir dir("idist-store-test");
   FileStore store(dir.path(), 300ms);
   store.set("here", bytes("1"));
   const auto start = Clock::now();
@@ -109,7 +96,7 @@ TEST(FileStore, WaitAndGetTimeOutNamingTheMissingKeys) {
 }
 
 TEST(FileStore, WaitSeesAnotherStoreOnTheSameDirectory) {
-  TempDir dir;
+  TempDir dir("idist-store-test");
   FileStore a(dir.path(), 5s);
   FileStore b(dir.path(), 5s);
   std::thread setter([&] {
@@ -121,7 +108,7 @@ TEST(FileStore, WaitSeesAnotherStoreOnTheSameDirectory) {
 }
 
 TEST(FileStore, ConcurrentAddsFromProcessesAreAtomic) {
-  TempDir dir;
+  TempDir dir("idist-store-test");
   constexpr int kWorkers = 4;
   constexpr int kAdds = 50;
   std::vector<pid_t> pids;
@@ -143,7 +130,7 @@ TEST(FileStore, ConcurrentAddsFromProcessesAreAtomic) {
 }
 
 TEST(FileStore, LastUserOutRemovesOnlyTheStoresFiles) {
-  TempDir dir;
+  TempDir dir("idist-store-test");
   { std::ofstream(dir.path() + "/user-file.txt") << "keep me"; }
   {
     FileStore a(dir.path(), 5s);
@@ -160,7 +147,7 @@ TEST(FileStore, LastUserOutRemovesOnlyTheStoresFiles) {
 }
 
 TEST(FileStore, BadPaths) {
-  TempDir dir;
+  TempDir dir("idist-store-test");
   { std::ofstream(dir.path() + "/plain-file") << "x"; }
   EXPECT_THROW(FileStore(dir.path() + "/plain-file", 1s), idist::BackendError);
   EXPECT_THROW(FileStore("", 1s), idist::ValueError);
@@ -170,7 +157,7 @@ TEST(FileStore, BadPaths) {
 // ---------------------------------------------------------------- PrefixStore
 
 TEST(PrefixStore, KeysLiveUnderThePrefix) {
-  TempDir dir;
+  TempDir dir("idist-store-test");
   auto base = std::make_shared<FileStore>(dir.path(), 2s);
   PrefixStore g1("group1", base);
   PrefixStore g2("group2", base);
@@ -195,7 +182,7 @@ TEST(PrefixStore, KeysLiveUnderThePrefix) {
 }
 
 TEST(PrefixStore, BadArguments) {
-  TempDir dir;
+  TempDir dir("idist-store-test");
   auto base = std::make_shared<FileStore>(dir.path(), 1s);
   EXPECT_THROW(PrefixStore("", base), idist::ValueError);
   EXPECT_THROW(PrefixStore("p", nullptr), idist::ValueError);

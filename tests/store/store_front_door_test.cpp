@@ -18,8 +18,11 @@
 #include "store/prefix_store.hpp"
 #include "store/store.hpp"
 #include "store/tcp_store.hpp"
+#include "support/temp_dir.hpp"
 
 namespace {
+
+using idist::test::TempDir;
 using namespace std::chrono_literals;
 using idist::store::kMaxKeyBytes;
 using idist::store::Store;
@@ -60,22 +63,6 @@ class CountingStore final : public Store {
 
   std::size_t max_value_;
   std::map<std::string, std::vector<char>> data_;
-};
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "idist_front_door_XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
 };
 
 std::string error_of(const std::function<void()>& fn) {
@@ -169,7 +156,7 @@ TEST(StoreFrontDoor, APrefixStoreChecksItsKeysAndTheUnderlyingOneThePrefixedKeys
 TEST(StoreFrontDoor, EveryStoreRefusesWithTheSameWords) {
   idist::store::TCPStore tcp("127.0.0.1", 0, true, 1, 10s);
   expect_refusals(tcp);
-  TempDir dir;
+  TempDir dir("idist-front-door");
   idist::store::FileStore file(dir.path(), 10s);
   expect_refusals(file);
   tcp.set("still", {'o', 'k'});  // the refusals did not break the connection

@@ -29,12 +29,15 @@
 #include <vector>
 
 #include "idist/idist.hpp"
+#include "support/temp_dir.hpp"
 #include "support/time_scale.hpp"
 #include "torch/checkpoint/file_format.hpp"
 
 extern char** environ;
 
 namespace {
+
+using idist::test::TempDir;
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -61,18 +64,6 @@ std::uint64_t env_number(const char* name, std::uint64_t fallback) {
   if (ec != std::errc() || *end != '\0') throw std::invalid_argument(std::string(name) + "=" + v + " is not a number");
   return n;
 }
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/idist-ckpt-crash-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 // What one writer process said on stdout.
 struct Record {
@@ -208,13 +199,13 @@ std::pair<std::vector<std::uint64_t>, bool> inspect(const fs::path& dir) {
 // `kills` writers in `mode`, each killed at a random moment; checks the directory after each.
 void kill_writers(const std::string& mode, std::size_t n_saved, std::uint64_t kills, std::mt19937_64& rng,
                   Tally& tally) {
-  TempDir dir;
+  TempDir dir("idist-ckpt-crash");
   double save_ms = 100;  // the estimated time between two saves, refined as they are seen
   std::uint64_t resume = 0;
   for (std::uint64_t i = 0; i < kills && !testing::Test::HasFatalFailure(); ++i) {
     SCOPED_TRACE("mode " + mode + ", kill " + std::to_string(i + 1));
     Record record;
-    Writer writer(dir.path, mode, n_saved);
+    Writer writer(dir.path(), mode, n_saved);
     writer.read_until(Clock::now() + scaled(kStartLimit), record, [](const Record& r) { return r.ready.has_value(); });
     ASSERT_TRUE(record.ready.has_value()) << "the writer did not start within the limit";
     ASSERT_EQ(*record.ready, resume) << "the writer resumed from another checkpoint than load_latest() here";
@@ -234,7 +225,7 @@ void kill_writers(const std::string& mode, std::size_t n_saved, std::uint64_t ki
     tally.saves += int(record.ends.size());
     const bool begun = record.last_begin > record.last_end;
     tally.mid_save += begun;
-    const auto [files, temporary] = inspect(dir.path);
+    const auto [files, temporary] = inspect(dir.path());
     tally.mid_write += temporary;
     tally.extra_file += files.size() == n_saved + 1;
     // Durable when the kill came: a synchronous save once it returned; a background one once the
@@ -248,12 +239,12 @@ void kill_writers(const std::string& mode, std::size_t n_saved, std::uint64_t ki
 
     Payload loaded_into;
     testing::internal::CaptureStderr();
-    idist::Checkpoint checkpoint(dir.path, {{"model", loaded_into}},
+    idist::Checkpoint checkpoint(dir.path(), {{"model", loaded_into}},
                                  {.n_saved = n_saved, .require_empty = false, .background_write = false});
     const auto loaded = checkpoint.load_latest();
     const std::string warnings = testing::internal::GetCapturedStderr();
     EXPECT_EQ(warnings.find("WARNING"), std::string::npos) << "a torn file was found: " << warnings;
-    EXPECT_FALSE(inspect(dir.path).second) << "the temporary file is still there";
+    EXPECT_FALSE(inspect(dir.path()).second) << "the temporary file is still there";
     if (durable == 0 && !loaded) {
       EXPECT_TRUE(files.empty());
       continue;

@@ -3,7 +3,6 @@
 // continues unsharded Adam's trajectory, and a saving rank outside the optimizer's group is an error
 // on every rank. Each rank passes a directory of its own, which only the saving rank's writes into.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -13,10 +12,13 @@
 #include <vector>
 
 #include "idist/idist.hpp"
+#include "support/temp_dir.hpp"
 #include "test_device.hpp"
 #include "zero_test_support.hpp"
 
 namespace {
+
+using idist::test::TempDir;
 
 using idist::test::zero::adam;
 using idist::test::zero::make_mlp;
@@ -57,20 +59,6 @@ std::shared_ptr<Mlp> reference(const Data& d) {
   return model;
 }
 
-// A directory of this rank's own, removed at the end.
-struct OwnDir {
-  fs::path path;
-  OwnDir() {
-    char tmpl[] = "/tmp/idist-zero-ckpt-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~OwnDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  bool empty() const { return fs::is_empty(path); }
-};
-
 bool member(const idist::Group& g) {
   return g.is_world() || std::find(g.ranks().begin(), g.ranks().end(), rank()) != g.ranks().end();
 }
@@ -79,7 +67,7 @@ bool member(const idist::Group& g) {
 // `saver`; then fresh objects load it and train on to kSteps. Non-members checkpoint the model only.
 // Returns the model every rank ends with.
 std::shared_ptr<Mlp> save_and_resume(const idist::Group& group, int saver, const Data& d) {
-  OwnDir dir;
+  TempDir dir("idist-zero-ckpt");
   auto items = [&](const std::shared_ptr<Mlp>& model, const std::shared_ptr<idist::ZeroRedundancyOptimizer>& zero) {
     std::vector<idist::CheckpointItem> out{{"model", model}};
     if (zero) out.emplace_back("optimizer", zero);
@@ -93,7 +81,7 @@ std::shared_ptr<Mlp> save_and_resume(const idist::Group& group, int saver, const
                                                               idist::ZeroRedundancyOptimizerOptions{.group = group});
       train(*model, *zero, d, 0, kSaved);
     }
-    idist::Checkpoint ckpt(dir.path, items(model, zero), {.filename_prefix = "zero", .save_on_rank = saver});
+    idist::Checkpoint ckpt(dir.path(), items(model, zero), {.filename_prefix = "zero", .save_on_rank = saver});
     ckpt.save({.iteration = kSaved});
     ckpt.wait();
   }
@@ -103,7 +91,7 @@ std::shared_ptr<Mlp> save_and_resume(const idist::Group& group, int saver, const
   if (member(group))
     zero = std::make_shared<idist::ZeroRedundancyOptimizer>(model->parameters(), adam,
                                                             idist::ZeroRedundancyOptimizerOptions{.group = group});
-  idist::Checkpoint ckpt(dir.path, items(model, zero),
+  idist::Checkpoint ckpt(dir.path(), items(model, zero),
                          {.filename_prefix = "zero", .require_empty = false, .save_on_rank = saver});
   const auto loaded = ckpt.load_latest();
   EXPECT_TRUE(loaded.has_value());
@@ -138,14 +126,14 @@ TEST(ZeroWithCheckpoint, OverASubgroupThatHoldsTheSavingRank) {
 TEST(ZeroWithCheckpoint, ASavingRankOutsideTheGroupIsAnErrorOnEveryRank) {
   if (ws() < 2) GTEST_SKIP() << "needs two ranks";
   const idist::Group group = idist::new_group({0});
-  OwnDir dir;
+  TempDir dir("idist-zero-ckpt");
   auto model = make_mlp(3);
   std::vector<idist::CheckpointItem> items{{"model", model}};
   if (rank() == 0)
     items.emplace_back("optimizer",
                        std::make_shared<idist::ZeroRedundancyOptimizer>(
                            model->parameters(), adam, idist::ZeroRedundancyOptimizerOptions{.group = group}));
-  idist::Checkpoint ckpt(dir.path, items, {.filename_prefix = "zero", .save_on_rank = ws() - 1});
+  idist::Checkpoint ckpt(dir.path(), items, {.filename_prefix = "zero", .save_on_rank = ws() - 1});
   try {
     ckpt.save({.iteration = 1});
     ADD_FAILURE() << "no error on rank " << rank();
