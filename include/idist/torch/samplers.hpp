@@ -79,8 +79,12 @@ namespace detail {
 /// included, is not.
 bool is_distributed_sampler(const torch::data::samplers::Sampler<>* s);
 
-/// What the two distributed samplers share: the rank's place among num_replicas, the epoch, and a
-/// cursor over this epoch's indices that reset() fills, next() walks and save() / load() persist.
+}  // namespace detail
+
+/// The base of the two distributed samplers (DistributedSampler, DistributedProxySampler): the
+/// rank's place among num_replicas, the epoch, and a cursor over this epoch's indices that reset()
+/// fills, next() walks and save() / load() persist. A loop that only sets epochs and reads the
+/// replica layout can hold either sampler through it.
 class ShardedEpochSampler : public EpochSampler {
  public:
   /// Selects the epoch whose indices the next reset() draws.
@@ -94,10 +98,12 @@ class ShardedEpochSampler : public EpochSampler {
   /// The next at most `batch_size` indices of this epoch; nullopt when it is exhausted.
   torch::optional<std::vector<std::size_t>> next(std::size_t batch_size) override { return cursor_.next(batch_size); }
   /// Writes the epoch and the position within it (resumes mid-epoch).
-  void save(torch::serialize::OutputArchive& archive) const override { save_cursor(archive, epoch_, cursor_.pos); }
+  void save(torch::serialize::OutputArchive& archive) const override {
+    detail::save_cursor(archive, epoch_, cursor_.pos);
+  }
   /// Restores what save() wrote: redraws that epoch's indices and moves to the saved position.
   void load(torch::serialize::InputArchive& archive) override {
-    auto [epoch, pos] = load_cursor(archive);
+    auto [epoch, pos] = detail::load_cursor(archive);
     epoch_ = epoch;
     reset(torch::nullopt);
     cursor_.pos = pos;
@@ -106,16 +112,14 @@ class ShardedEpochSampler : public EpochSampler {
  protected:
   /// Resolves and checks num_replicas / rank (see replicas_and_rank); `who` names the sampler in errors.
   ShardedEpochSampler(std::optional<int> num_replicas, std::optional<int> rank, const char* who) {
-    std::tie(num_replicas_, rank_) = replicas_and_rank(num_replicas, rank, who);
+    std::tie(num_replicas_, rank_) = detail::replicas_and_rank(num_replicas, rank, who);
   }
 
   int num_replicas_ = 1;
   int rank_ = 0;
   std::uint64_t epoch_ = 0;
-  IndexCursor cursor_;
+  detail::IndexCursor cursor_;
 };
-
-}  // namespace detail
 
 /// torch.utils.data.DistributedSampler for LibTorch: restricts loading to this rank's share of a
 /// dataset of `dataset_size` examples.
@@ -126,7 +130,7 @@ class ShardedEpochSampler : public EpochSampler {
 /// every num_replicas-th index starting at r. Every rank therefore gets size() indices:
 /// ceil(dataset_size / num_replicas), or floor(...) with drop_last when not divisible.
 /// Call set_epoch(e) before each epoch, or every epoch sees the same order.
-class DistributedSampler : public detail::ShardedEpochSampler {
+class DistributedSampler : public ShardedEpochSampler {
  public:
   /// @param dataset_size number of examples in the dataset
   /// @param num_replicas number of ranks sharing the dataset (default: idist's world size)
@@ -216,7 +220,7 @@ class WeightedRandomSampler : public torch::data::samplers::Sampler<> {
 /// reach ceil(len / num_replicas) * num_replicas indices, then truncating —, and gives rank r every
 /// num_replicas-th index starting at r. The wrapped sampler's length is assumed constant; it is
 /// measured on each draw. Call set_epoch(e) before each epoch.
-class DistributedProxySampler : public detail::ShardedEpochSampler {
+class DistributedProxySampler : public ShardedEpochSampler {
  public:
   /// Wraps a shared sampler (shared with the caller). A user's own EpochSampler is accepted (it is
   /// not distributed); its set_epoch is not called: the proxy seeds the global generator instead.
