@@ -104,8 +104,8 @@ Config parse_config(const std::string& full) {
 std::vector<Config> default_configs(bool distributed, const std::vector<double>& buckets_mb) {
   if (!distributed) return {Config{Strategy::Local}};
   std::vector<Config> out{{Strategy::StatusQuoIdist}, {Strategy::StatusQuoRaw}, {Strategy::NoSync}};
-  for (double b : buckets_mb) out.push_back(Config{Strategy::AutoModel, b});
-  out.push_back(Config{Strategy::AutoModelCopy, 25.0});  // DDP's default layout, for comparison
+  for (double b : buckets_mb) out.push_back(Config{Strategy::AutoModel, b, {}});
+  out.push_back(Config{Strategy::AutoModelCopy, 25.0, {}});  // DDP's default layout, for comparison
   return out;
 }
 

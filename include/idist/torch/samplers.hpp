@@ -115,9 +115,13 @@ class ShardedEpochSampler : public EpochSampler {
     std::tie(num_replicas_, rank_) = detail::replicas_and_rank(num_replicas, rank, who);
   }
 
+  /// Number of ranks sharing the indices (resolved at construction).
   int num_replicas_ = 1;
+  /// This rank among num_replicas_.
   int rank_ = 0;
+  /// The epoch whose indices reset() draws.
   std::uint64_t epoch_ = 0;
+  /// This epoch's indices for this rank and the position next() has reached in them.
   detail::IndexCursor cursor_;
 };
 
