@@ -169,7 +169,7 @@ fi
                                          if (cfg[i] ~ /^auto_model_adam:/) { cap = cfg[i]; sub(/^[^:]*:/, "", cap); adam[cap] = p[i] } }
               for (i = 1; i <= n; i++) {
                 cap = cfg[i]; sub(/^[^:]*:/, "", cap)
-                za = (cfg[i] ~ /^zero(_staged|2)?:/ && adam[cap] > 0) ? sprintf("%.3f", p[i] / adam[cap]) : "-"
+                za = (cfg[i] ~ /^zero(_staged|2)?(_overlap|_interleaved)?:/ && adam[cap] > 0) ? sprintf("%.3f", p[i] / adam[cap]) : "-"
                 printf "%-7s %-5s %-10s %-18s %9.1f %9.1f %10.3f %10s %11s\n", rate, b, m, cfg[i], p[i], p[i] - ns,
                        (ns > 0 ? p[i] / ns : 0), (sq > 0 ? sprintf("%.3f", p[i] / sq) : "-"), za } }' "$f"
     done

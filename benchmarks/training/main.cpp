@@ -249,7 +249,7 @@ void run_model(const TrainingOptions& o, const std::string& model, const std::ve
     const Trainer& t = *trainers[k];
     const Summary& s = sums[k];
     const bool am = t.config().auto_model() && t.config().strategy != Strategy::NoSync;
-    const bool zero = t.config().strategy == Strategy::Zero || t.config().strategy == Strategy::ZeroStaged;
+    const bool zero = is_zero(t.config().strategy);
     const auto ratio = [&](double ref) { return ref > 0 ? fixed(ref / s.p50, 3) : std::string("-"); };
     table.add_row({model,
                    t.config().name(),

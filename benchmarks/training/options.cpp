@@ -33,7 +33,8 @@ bool parse_training_options(int argc, char** argv, TrainingOptions& o, int& exit
                  "auto_model[:MiB], auto_model_copy[:MiB]; with Adam: auto_model_adam[:MiB], zero[:MiB] "
                  "(ZeroRedundancyOptimizer), zero_staged[:MiB] (its parameters_as_bucket_view = false), zero2[:MiB] "
                  "(ZeRO stage 2: zero with its "
-                 "reduce_scatter_hook)")
+                 "reduce_scatter_hook), zero_overlap[:MiB] / zero2_overlap[:MiB] (the step in the backward, "
+                 "hook_with_zero_step), zero_interleaved[:MiB] / zero2_interleaved[:MiB] (its interleaved form)")
       ->delimiter(',')
       ->check([](const std::string& s) {
         try {

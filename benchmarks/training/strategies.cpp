@@ -27,10 +27,16 @@ struct AutoModelName {
   Strategy strategy;
   const char* name;
 };
-constexpr AutoModelName kAutoModelNames[] = {
-    {Strategy::AutoModel, "auto_model"},          {Strategy::AutoModelCopy, "auto_model_copy"},
-    {Strategy::AutoModelAdam, "auto_model_adam"}, {Strategy::Zero, "zero"},
-    {Strategy::ZeroStaged, "zero_staged"},        {Strategy::Zero2, "zero2"}};
+constexpr AutoModelName kAutoModelNames[] = {{Strategy::AutoModel, "auto_model"},
+                                             {Strategy::AutoModelCopy, "auto_model_copy"},
+                                             {Strategy::AutoModelAdam, "auto_model_adam"},
+                                             {Strategy::Zero, "zero"},
+                                             {Strategy::ZeroStaged, "zero_staged"},
+                                             {Strategy::Zero2, "zero2"},
+                                             {Strategy::ZeroOverlap, "zero_overlap"},
+                                             {Strategy::Zero2Overlap, "zero2_overlap"},
+                                             {Strategy::ZeroInterleaved, "zero_interleaved"},
+                                             {Strategy::Zero2Interleaved, "zero2_interleaved"}};
 // ":<cap>", or nothing for auto_model's default (tuned) cap.
 std::string cap_text(const std::optional<double>& mb) { return mb ? fmt::format(":{:g}", *mb) : ""; }
 
@@ -49,6 +55,10 @@ std::string Config::name() const {
     case Strategy::Zero: return fmt::format("zero{}{}", cap_text(bucket_mb), suffix);
     case Strategy::ZeroStaged: return fmt::format("zero_staged{}{}", cap_text(bucket_mb), suffix);
     case Strategy::Zero2: return fmt::format("zero2{}{}", cap_text(bucket_mb), suffix);
+    case Strategy::ZeroOverlap: return fmt::format("zero_overlap{}{}", cap_text(bucket_mb), suffix);
+    case Strategy::Zero2Overlap: return fmt::format("zero2_overlap{}{}", cap_text(bucket_mb), suffix);
+    case Strategy::ZeroInterleaved: return fmt::format("zero_interleaved{}{}", cap_text(bucket_mb), suffix);
+    case Strategy::Zero2Interleaved: return fmt::format("zero2_interleaved{}{}", cap_text(bucket_mb), suffix);
   }
   return "?";
 }
@@ -96,16 +106,23 @@ Config parse_config(const std::string& full) {
     throw std::invalid_argument(
         "unknown config '" + text +
         "'; expected local, auto_model[:MiB], auto_model_copy[:MiB], auto_model_adam[:MiB], "
-        "zero[:MiB], zero_staged[:MiB], zero2[:MiB], status_quo_idist, status_quo_raw or no_sync");
+        "zero[:MiB], zero_staged[:MiB], zero2[:MiB], zero_overlap[:MiB], zero2_overlap[:MiB], "
+        "zero_interleaved[:MiB], zero2_interleaved[:MiB], status_quo_idist, status_quo_raw or no_sync");
   }
   return c;
 }
 
 std::vector<Config> default_configs(bool distributed, const std::vector<double>& buckets_mb) {
-  if (!distributed) return {Config{Strategy::Local}};
-  std::vector<Config> out{{Strategy::StatusQuoIdist}, {Strategy::StatusQuoRaw}, {Strategy::NoSync}};
-  for (double b : buckets_mb) out.push_back(Config{Strategy::AutoModel, b, {}});
-  out.push_back(Config{Strategy::AutoModelCopy, 25.0, {}});  // DDP's default layout, for comparison
+  const auto of = [](Strategy s, std::optional<double> mb = 25.0) {
+    Config c;
+    c.strategy = s;
+    c.bucket_mb = mb;
+    return c;
+  };
+  if (!distributed) return {of(Strategy::Local)};
+  std::vector<Config> out{of(Strategy::StatusQuoIdist), of(Strategy::StatusQuoRaw), of(Strategy::NoSync)};
+  for (double b : buckets_mb) out.push_back(of(Strategy::AutoModel, b));
+  out.push_back(of(Strategy::AutoModelCopy));  // DDP's default layout, for comparison
   return out;
 }
 
@@ -132,20 +149,31 @@ Trainer::Trainer(const std::string& model, Config config, std::int64_t batch, st
     for (auto& p : w_.model->parameters()) idist::broadcast(p.detach(), 0);
   }
   params_ = w_.model->parameters();
-  if (config_.strategy == Strategy::Zero || config_.strategy == Strategy::ZeroStaged ||
-      config_.strategy == Strategy::Zero2) {
-    const bool views = config_.strategy != Strategy::ZeroStaged;
+  if (is_zero(config_.strategy)) {
+    const Strategy s = config_.strategy;
+    const bool views = s != Strategy::ZeroStaged;
+    const bool stage2 = s == Strategy::Zero2 || s == Strategy::Zero2Overlap || s == Strategy::Zero2Interleaved;
+    const bool interleaved = s == Strategy::ZeroInterleaved || s == Strategy::Zero2Interleaved;
+    const bool overlap = interleaved || s == Strategy::ZeroOverlap || s == Strategy::Zero2Overlap;
     auto zero = std::make_unique<idist::ZeroRedundancyOptimizer>(
-        params_, adam, idist::ZeroRedundancyOptimizerOptions{.parameters_as_bucket_view = views});
-    if (config_.strategy == Strategy::Zero2 && world_ > 1)
-      idist::register_comm_hook(w_.model, zero->reduce_scatter_hook());
+        params_, adam,
+        idist::ZeroRedundancyOptimizerOptions{.parameters_as_bucket_view = views, .overlap_with_ddp = overlap});
+    if (world_ > 1) {
+      idist::CommHook reduce = stage2 ? zero->reduce_scatter_hook() : idist::comm_hooks::allreduce();
+      if (overlap)
+        idist::register_comm_hook(w_.model, interleaved ? idist::hook_with_zero_step_interleaved(reduce, *zero)
+                                                        : idist::hook_with_zero_step(reduce, *zero));
+      else if (stage2)
+        idist::register_comm_hook(w_.model, reduce);
+    }
     opt_ = std::move(zero);
-    // The send buffer holds this rank's shard; the staged form also has a buffer of every parameter.
+    // The send buffer holds this rank's shard; the staged form also has a buffer of every parameter,
+    // and the step in the backward one gather buffer per bucket (every parameter together).
     std::size_t shard = 0;
     const auto& local = static_cast<idist::ZeroRedundancyOptimizer&>(*opt_).local_optimizer();
     for (const auto& g : local.param_groups())
       for (const auto& p : g.params()) shard += std::size_t(p.numel()) * p.element_size();
-    zero_buffer_bytes_ = world_ > 1 ? shard + (views ? 0 : grad_bytes_) : 0;
+    zero_buffer_bytes_ = world_ > 1 ? shard + (views && !overlap ? 0 : grad_bytes_) : 0;
   } else if (config_.adam()) {
     opt_ = adam(params_);
   } else {

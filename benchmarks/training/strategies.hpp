@@ -15,17 +15,27 @@ namespace idist_bench {
 
 /// How gradients are synchronised.
 enum class Strategy {
-  Local,           ///< one process, no idist, no communication
-  AutoModel,       ///< idist::auto_model (bucketed, overlapped, averaged in the bucket)
-  AutoModelCopy,   ///< the same with gradient_as_bucket_view = false (buckets are a copy)
-  StatusQuoIdist,  ///< after backward: one blocking idist::all_reduce per parameter, then divide
-  StatusQuoRaw,    ///< the same with the raw backend call (MPI_Allreduce / gloo::allreduce)
-  NoSync,          ///< auto_model inside idist::no_sync: local accumulation only (no communication)
-  AutoModelAdam,   ///< auto_model with torch::optim::Adam (ZeroRedundancyOptimizer's baseline)
-  Zero,            ///< auto_model with idist::ZeroRedundancyOptimizer over Adam (parameters as bucket views)
-  ZeroStaged,      ///< the same with parameters_as_bucket_view = false (the shards are copied through a buffer)
-  Zero2,           ///< Zero with its reduce_scatter_hook (ZeRO stage 2: gradients reduce-scattered by owner)
+  Local,             ///< one process, no idist, no communication
+  AutoModel,         ///< idist::auto_model (bucketed, overlapped, averaged in the bucket)
+  AutoModelCopy,     ///< the same with gradient_as_bucket_view = false (buckets are a copy)
+  StatusQuoIdist,    ///< after backward: one blocking idist::all_reduce per parameter, then divide
+  StatusQuoRaw,      ///< the same with the raw backend call (MPI_Allreduce / gloo::allreduce)
+  NoSync,            ///< auto_model inside idist::no_sync: local accumulation only (no communication)
+  AutoModelAdam,     ///< auto_model with torch::optim::Adam (ZeroRedundancyOptimizer's baseline)
+  Zero,              ///< auto_model with idist::ZeroRedundancyOptimizer over Adam (parameters as bucket views)
+  ZeroStaged,        ///< the same with parameters_as_bucket_view = false (the shards are copied through a buffer)
+  Zero2,             ///< Zero with its reduce_scatter_hook (ZeRO stage 2: gradients reduce-scattered by owner)
+  ZeroOverlap,       ///< Zero with overlap_with_ddp: hook_with_zero_step over the all-reduce (stage 1 in the backward)
+  Zero2Overlap,      ///< the same over the reduce_scatter_hook (stage 2 in the backward)
+  ZeroInterleaved,   ///< ZeroOverlap through hook_with_zero_step_interleaved
+  Zero2Interleaved,  ///< Zero2Overlap through hook_with_zero_step_interleaved
 };
+
+/// Whether the strategy steps with idist::ZeroRedundancyOptimizer.
+constexpr bool is_zero(Strategy s) {
+  return s == Strategy::Zero || s == Strategy::ZeroStaged || s == Strategy::Zero2 || s == Strategy::ZeroOverlap ||
+         s == Strategy::Zero2Overlap || s == Strategy::ZeroInterleaved || s == Strategy::Zero2Interleaved;
+}
 
 /// One configuration: a strategy and, for auto_model, its bucket cap.
 struct Config {
@@ -35,16 +45,14 @@ struct Config {
   /// auto_model only: the communication hook ("" none, "allreduce", "fp16", "bf16", "powersgd<rank>").
   std::string hook;
   /// "local", "auto_model:25", "auto_model_copy:25", "status_quo_idist", "status_quo_raw", "no_sync",
-  /// "auto_model_adam:25", "zero:25", "zero_staged:25", "zero2:25"; "auto_model" without a cap: the default
+  /// "auto_model_adam:25", "zero:25", "zero_staged:25", "zero2:25", "zero_overlap:25", "zero2_overlap:25",
+  /// "zero_interleaved:25", "zero2_interleaved:25"; "auto_model" without a cap: the default
   /// options (the cap tuned); a hook adds "+<hook>" ("auto_model:25+fp16", "auto_model+fp16").
   std::string name() const;
   /// Whether the gradients are averaged exactly (no lossy compression hook).
   bool exact() const { return hook.empty() || hook == "allreduce"; }
   /// Whether the step is Adam's (else SGD's): the ZeRO comparison.
-  bool adam() const {
-    return strategy == Strategy::AutoModelAdam || strategy == Strategy::Zero || strategy == Strategy::ZeroStaged ||
-           strategy == Strategy::Zero2;
-  }
+  bool adam() const { return strategy == Strategy::AutoModelAdam || is_zero(strategy); }
   /// Whether the model goes through auto_model (and `bucket_mb` applies).
   bool auto_model() const {
     return strategy != Strategy::Local && strategy != Strategy::StatusQuoIdist && strategy != Strategy::StatusQuoRaw;

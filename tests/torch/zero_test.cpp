@@ -2,7 +2,8 @@
 // Adam / SGD with momentum under auto_model (float32 within 1e-5, float64 to rounding); each rank
 // keeps the state of its shard only; the consolidated state reloads at other group sizes (and into
 // a plain torch::optim optimizer) and continues the same trajectory; bad arguments raise ValueError
-// on every rank. Runs at every world size (groups emulate the other sizes).
+// on every rank; with overlap_with_ddp the backward steps (hook_with_zero_step, stage 1 and 2)
+// along the same trajectory. Runs at every world size (groups emulate the other sizes).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -207,10 +208,18 @@ TEST(Zero, ShardsThePartitionAndBuildsTheLocalOptimizerOverIt) {
 // (Adam or SGD with momentum, dtype, parameters_as_bucket_view)
 class ZeroTrajectory : public ::testing::TestWithParam<std::tuple<bool, torch::Dtype, bool>> {};
 
+// Where the step runs: in step() (None), or in the backward through hook_with_zero_step
+// (AfterLastBucket) or hook_with_zero_step_interleaved (Interleaved), with overlap_with_ddp.
+enum class Overlap { None, AfterLastBucket, Interleaved };
+
 // Stage 2 (`reduce_scatter`): the gradients reach each rank through ZeRO's reduce-scatter hook, in
-// buckets of about 256 bytes (several buckets, each holding parameters of several owners).
+// buckets of about 256 bytes (several buckets, each holding parameters of several owners). With the
+// step in the backward the buckets are as small, the wrapped hook all-reduces (stage 1) or
+// reduce-scatters, and halfway the learning rate is halved (what a scheduler does), which the hook's
+// steps must follow.
 template <class M>
-void expect_same_trajectory(bool adam, torch::Dtype dtype, bool views, bool reduce_scatter = false) {
+void expect_same_trajectory(bool adam, torch::Dtype dtype, bool views, bool reduce_scatter = false,
+                            Overlap overlap = Overlap::None) {
   const int steps = 20;
   torch::manual_seed(3);
   auto zero_model = std::make_shared<M>();
@@ -219,17 +228,29 @@ void expect_same_trajectory(bool adam, torch::Dtype dtype, bool views, bool redu
   ref_model->to(test_device(), dtype);
   copy_params(*zero_model, *ref_model);
   idist::AutoModelOptions small_buckets;
-  if (reduce_scatter) small_buckets.bucket_cap_mb = small_buckets.first_bucket_cap_mb = 256.0 / (1 << 20);
+  if (reduce_scatter || overlap != Overlap::None)
+    small_buckets.bucket_cap_mb = small_buckets.first_bucket_cap_mb = 256.0 / (1 << 20);
   zero_model = idist::auto_model(zero_model, small_buckets);
   ref_model = idist::auto_model(ref_model);
 
-  idist::ZeroRedundancyOptimizer zero(zero_model->parameters(), adam ? adam_factory() : sgd_factory(),
-                                      {.parameters_as_bucket_view = views});
-  if (reduce_scatter && ws() > 1) idist::register_comm_hook(zero_model, zero.reduce_scatter_hook());
+  idist::ZeroRedundancyOptimizer zero(
+      zero_model->parameters(), adam ? adam_factory() : sgd_factory(),
+      {.parameters_as_bucket_view = views, .overlap_with_ddp = overlap != Overlap::None});
+  if (overlap != Overlap::None) {
+    idist::CommHook reduce = reduce_scatter && ws() > 1 ? zero.reduce_scatter_hook() : idist::comm_hooks::allreduce();
+    idist::register_comm_hook(zero_model, overlap == Overlap::Interleaved
+                                              ? idist::hook_with_zero_step_interleaved(reduce, zero)
+                                              : idist::hook_with_zero_step(reduce, zero));
+  } else if (reduce_scatter && ws() > 1) {
+    idist::register_comm_hook(zero_model, zero.reduce_scatter_hook());
+  }
   std::unique_ptr<torch::optim::Optimizer> ref = (adam ? adam_factory() : sgd_factory())(ref_model->parameters());
 
   const Data d = make_data(steps, 4 * ws(), dtype);
   for (int s = 0; s < steps; ++s) {
+    if (overlap != Overlap::None && s == steps / 2)
+      for (torch::optim::Optimizer* o : {static_cast<torch::optim::Optimizer*>(&zero), ref.get()})
+        o->param_groups()[0].options().set_lr(o->param_groups()[0].options().get_lr() / 2);
     train_step(*zero_model, zero, d, s, 4 * rank(), 4 * rank() + 4);
     train_step(*ref_model, *ref, d, s, 4 * rank(), 4 * rank() + 4);
   }
@@ -257,6 +278,57 @@ TEST_P(ZeroTrajectory, EqualsTheUnshardedOptimizerWithGradientsReduceScattered) 
   const auto [adam, dtype, views] = GetParam();
   expect_same_trajectory<Net>(adam, dtype, views, true);
   expect_same_trajectory<Square>(adam, dtype, views, true);
+}
+
+// (Adam or SGD with momentum, interleaved)
+class ZeroOverlap : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
+
+TEST_P(ZeroOverlap, TheStepInTheBackwardEqualsTheUnshardedOptimizer) {
+  const auto [adam, interleaved] = GetParam();
+  const Overlap overlap = interleaved ? Overlap::Interleaved : Overlap::AfterLastBucket;
+  for (bool reduce_scatter : {false, true}) {
+    expect_same_trajectory<Net>(adam, torch::kFloat64, true, reduce_scatter, overlap);
+    expect_same_trajectory<Square>(adam, torch::kFloat32, true, reduce_scatter, overlap);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Zero, ZeroOverlap, ::testing::Combine(::testing::Bool(), ::testing::Bool()),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param) ? "Adam" : "SgdMomentum") +
+                                  (std::get<1>(info.param) ? "_Interleaved" : "_AfterLastBucket");
+                         });
+
+// With the step in the backward, the hook updates the parameters before step() is called, and
+// step() refuses to pass silently when no backward stepped (the hook was not registered).
+TEST(ZeroOverlapSteps, TheBackwardStepsAndStepOnlyChecks) {
+  torch::manual_seed(3);
+  auto net = idist::auto_model(std::make_shared<Net>());
+  idist::ZeroRedundancyOptimizer opt(net->parameters(), adam_factory(), {.overlap_with_ddp = true});
+  const Data d = make_data(2, 4 * ws(), torch::kFloat32);
+  const auto loss = [&](int s) {
+    return torch::mse_loss(net->forward(d.x[s].slice(0, 4 * rank(), 4 * rank() + 4)),
+                           d.y[s].slice(0, 4 * rank(), 4 * rank() + 4));
+  };
+  if (ws() > 1) {
+    expect_value_error([&] { opt.step(); }, "no backward stepped the parameters since the previous step()");
+    idist::register_comm_hook(net, idist::hook_with_zero_step(idist::comm_hooks::allreduce(), opt));
+  }
+  std::vector<torch::Tensor> before;
+  for (const auto& p : net->parameters()) before.push_back(p.detach().clone());
+  opt.zero_grad();
+  loss(0).backward();
+  std::size_t moved = 0;
+  const auto params = net->parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) moved += params[i].equal(before[i]) ? 0 : 1;
+  if (ws() > 1) {
+    EXPECT_EQ(moved, params.size()) << "every parameter is updated when the backward returns";
+    EXPECT_TRUE(same_as_rank0(*net));
+    expect_value_error([&] { opt.step([] { return torch::Tensor(); }); }, "a closure was given");
+  } else {
+    EXPECT_EQ(moved, 0u) << "a single rank steps in step()";
+  }
+  EXPECT_FALSE(opt.step().defined());
+  if (ws() > 1) expect_value_error([&] { opt.step(); }, "no backward stepped the parameters since the previous step()");
 }
 
 INSTANTIATE_TEST_SUITE_P(Zero, ZeroTrajectory,
@@ -721,6 +793,42 @@ TEST(ZeroArguments, ReduceScatterHookNeedsTheWholeWorldAndEveryParameter) {
     torch::mse_loss(net->forward(d.x[0]), d.y[0]).backward();
   } catch (const std::exception& e) {
     raised = std::string(e.what()).find("that the optimizer was not given") != std::string::npos;
+    EXPECT_TRUE(raised) << e.what();
+  }
+  EXPECT_TRUE(raised);
+}
+
+TEST(ZeroArguments, StepHookNeedsOverlapWithDdpAndTheWholeWorld) {
+  auto net = idist::auto_model(std::make_shared<Net>());
+  idist::ZeroRedundancyOptimizer plain(net->parameters(), adam_factory());
+  expect_value_error([&] { (void)idist::hook_with_zero_step(nullptr, plain); }, "the hook is empty");
+  if (ws() < 2) GTEST_SKIP() << "needs two ranks";  // one rank: only the empty hook is checked
+  expect_value_error([&] { (void)idist::hook_with_zero_step_interleaved(idist::comm_hooks::allreduce(), plain); },
+                     "was made with overlap_with_ddp = false");
+  if (ws() > 2) {
+    const idist::Group first_two = idist::new_group({0, 1});
+    idist::barrier(first_two);
+    if (rank() < 2) {
+      auto part = on_device<Net>();
+      idist::ZeroRedundancyOptimizer opt(part->parameters(), adam_factory(),
+                                         {.group = first_two, .overlap_with_ddp = true});
+      expect_value_error([&] { (void)idist::hook_with_zero_step(idist::comm_hooks::allreduce(), opt); },
+                         "expected a group of every rank");
+    }
+  }
+  // A hook whose optimizer was destroyed raises in the backward instead of stepping freed state.
+  idist::CommHook orphan;
+  {
+    idist::ZeroRedundancyOptimizer opt(net->parameters(), adam_factory(), {.overlap_with_ddp = true});
+    orphan = idist::hook_with_zero_step(idist::comm_hooks::allreduce(), opt);
+  }
+  idist::register_comm_hook(net, orphan);
+  const Data d = make_data(1, 4, torch::kFloat);
+  bool raised = false;
+  try {
+    torch::mse_loss(net->forward(d.x[0]), d.y[0]).backward();
+  } catch (const std::exception& e) {
+    raised = std::string(e.what()).find("was destroyed") != std::string::npos;
     EXPECT_TRUE(raised) << e.what();
   }
   EXPECT_TRUE(raised);

@@ -54,6 +54,15 @@ struct ZeroRedundancyOptimizerOptions {
   /// parameters keep their storage, and step() copies through a staging buffer of the whole
   /// model's size (on the parameters' device too).
   bool parameters_as_bucket_view = true;
+  /// PyTorch's overlap_with_ddp. true: the step runs inside the backward of a model wrapped by
+  /// auto_model, through a hook made by hook_with_zero_step() or hook_with_zero_step_interleaved()
+  /// and registered with register_comm_hook(): each bucket's parameters are stepped once the bucket
+  /// is reduced and all-gathered while the rest of the backward's communication is in flight, so
+  /// the backward returns with the step done and step() only checks that it happened. The group must
+  /// be the world. parameters_as_bucket_view is then ignored (the parameters keep their storage; the
+  /// gathers go through a buffer per bucket). With a single rank nothing is overlapped and step()
+  /// steps as usual.
+  bool overlap_with_ddp = false;
 };
 
 /// Optimizer state sharded over the ranks of a group: PyTorch's ZeroRedundancyOptimizer (ZeRO
@@ -72,9 +81,10 @@ struct ZeroRedundancyOptimizerOptions {
 /// It is a torch::optim::Optimizer over all the parameters (one parameter group): zero_grad()
 /// clears every gradient, and options set on param_groups() (e.g. by an LR scheduler) reach the
 /// local optimizer at the next step() when it has one parameter group. Its own state() stays empty:
-/// the state lives in local_optimizer(). Not supported: PyTorch's overlap_with_ddp (the step run
-/// inside the gradient hooks), add_param_group() after construction, parameters of several dtypes
-/// or devices, and moving or replacing the parameters afterwards.
+/// the state lives in local_optimizer(). The step can also run inside the backward, overlapped with
+/// the gradients' communication (ZeroRedundancyOptimizerOptions::overlap_with_ddp,
+/// hook_with_zero_step()). Not supported: add_param_group() after construction, parameters of
+/// several dtypes or devices, and moving or replacing the parameters afterwards.
 ///
 /// Collective: the constructor, step(), consolidate_state_dict(), save() and load() are called by
 /// every member of the group, in the same order.
@@ -110,8 +120,14 @@ class ZeroRedundancyOptimizer : public torch::optim::Optimizer {
   /// optimizer's result (the closure's loss, or an undefined tensor without a closure). A closure
   /// that communicates (a backward through auto_model) must run as often on every member, which
   /// optimizers that call it a data-dependent number of times (LBFGS) do not guarantee.
+  ///
+  /// With overlap_with_ddp (and more than one rank) the backward already stepped: step() steps
+  /// nothing and returns an undefined tensor, so a loop written for the ordinary optimizer runs
+  /// unchanged (PyTorch's step() only logs that it should not be called).
   /// @throws what the local optimizer throws; TimeoutError / BackendError from the publishing
-  ///         collective.
+  ///         collective. With overlap_with_ddp: ValueError when a closure is given, or when no
+  ///         backward stepped through hook_with_zero_step's hook since the previous step() (the
+  ///         hook is not registered, or the backward ran under no_sync()).
   torch::Tensor step(LossClosure closure = nullptr) override;
 
   /// ZeRO stage 2 for a model wrapped by auto_model: a communication hook that reduce-scatters each
@@ -177,7 +193,47 @@ class ZeroRedundancyOptimizer : public torch::optim::Optimizer {
 
  private:
   explicit ZeroRedundancyOptimizer(std::unique_ptr<detail::ZeroImpl> impl);
+  friend CommHook hook_with_zero_step(CommHook hook, ZeroRedundancyOptimizer& zero);
+  friend CommHook hook_with_zero_step_interleaved(CommHook hook, ZeroRedundancyOptimizer& zero);
   std::unique_ptr<detail::ZeroImpl> impl_;
 };
+
+/// Runs `zero`'s step inside the backward (PyTorch's ddp_zero_hook.hook_with_zero_step): wraps the
+/// communication hook `hook` (comm_hooks::allreduce() for ZeRO stage 1, zero.reduce_scatter_hook()
+/// for stage 2, or a compressing hook) so that, once the backward's last bucket is launched, each
+/// bucket in turn waits for its reduction, the local optimizer steps this rank's parameters in it,
+/// and one all-gather per bucket sends them to the other ranks while the remaining reductions are
+/// in flight. The backward returns with every parameter updated; the trajectory is the unsharded
+/// optimizer's. Register the result with register_comm_hook() on the model auto_model wrapped:
+///
+///     idist::ZeroRedundancyOptimizer opt(model->parameters(), factory, {.overlap_with_ddp = true});
+///     idist::register_comm_hook(model, idist::hook_with_zero_step(idist::comm_hooks::allreduce(), opt));
+///     opt.zero_grad(); loss.backward(); opt.step();   // step() only checks that the backward stepped
+///
+/// Unlike PyTorch's: no warm-up iterations without updates (the buckets are known from the first
+/// backward), any backend (PyTorch's needs NCCL), and each bucket's parameters stay split by
+/// zero_partition()'s owners (PyTorch assigns whole buckets; shard_buckets is not offered).
+/// The local optimizer steps once per bucket with the gradients of the other parameters undefined,
+/// so it must update each parameter from its own gradient alone and skip parameters without one
+/// (SGD, Adam, AdamW, Adagrad, RMSprop; not LBFGS). Anything that reads the gradients between
+/// backward and step (clipping by the global norm) sees them after the parameters were updated.
+/// Parameters no rank used in a backward (find_unused_parameters) are stepped with a zero gradient.
+/// @param hook the hook that reduces each bucket; its reduction is waited before the step.
+/// @param zero an optimizer made with overlap_with_ddp = true over the model's parameters; the hook
+///        keeps what it needs, and raises ValueError if it runs after the optimizer was destroyed.
+/// @return the hook to register.
+/// @throws ValueError when `hook` is empty, `zero` was made without overlap_with_ddp, or its group is
+///         not the world; during the backward, ValueError when a bucket holds a parameter `zero` was
+///         not given.
+CommHook hook_with_zero_step(CommHook hook, ZeroRedundancyOptimizer& zero);
+
+/// As hook_with_zero_step(), with the steps interleaved with the backward's computation (PyTorch's
+/// hook_with_zero_step_interleaved): when bucket k + 1 is launched, bucket k's reduction is waited
+/// and its parameters stepped and all-gathered, so the optimizer's computation and the gathers
+/// overlap the rest of the backward. Better when computation is long against communication;
+/// hook_with_zero_step() is better when communication dominates (waiting bucket k's reduction
+/// then stalls the backward's computation).
+/// @throws as hook_with_zero_step().
+CommHook hook_with_zero_step_interleaved(CommHook hook, ZeroRedundancyOptimizer& zero);
 
 }  // namespace idist

@@ -55,6 +55,12 @@ void ShardComm::publish(const at::Tensor& send, const at::Tensor& flat, std::spa
   if (!out.is_same(flat)) flat.copy_(out);
 }
 
+Work ShardComm::all_gather_async(const at::Tensor& in, const at::Tensor& out, std::span<const std::size_t> counts,
+                                 bool equal) const {
+  if (equal) return comm::all_gather(in, out, group_, Completion::Async);
+  return comm::all_gather_v(in, out, counts, group_, Completion::Async);
+}
+
 Work ShardComm::reduce_scatter_v(const at::Tensor& in, const at::Tensor& out,
                                  std::span<const std::size_t> counts) const {
   return comm::reduce_scatter_v(in, out, counts, ReduceOp::Sum, group_, Completion::Async);

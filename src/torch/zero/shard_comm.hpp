@@ -36,6 +36,12 @@ class ShardComm {
   /// their device (CUDA parameters on gloo or mpi), they go through host buffers kept between calls.
   void publish(const at::Tensor& send, const at::Tensor& flat, std::span<const std::size_t> counts, bool equal);
 
+  /// overlap_with_ddp's gather of one bucket: `out` receives every member's block in group rank
+  /// order, counts[r] elements from member r, whose own block is `in`; `equal` as in publish().
+  /// Asynchronous; the buffers stay alive until the Work completed. On the communication device.
+  Work all_gather_async(const at::Tensor& in, const at::Tensor& out, std::span<const std::size_t> counts,
+                        bool equal) const;
+
   /// Stage 2's bucket reduction: the sum over the group of `in` (blocks of counts[r] elements, group
   /// rank order), this rank's block into `out`. Asynchronous; `in`, `out` and `counts` stay alive
   /// until the Work completed (the caller's bucket plan holds them).

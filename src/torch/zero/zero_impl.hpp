@@ -12,6 +12,7 @@
 #include "idist/torch/zero.hpp"
 #include "torch/zero/shard_comm.hpp"
 #include "torch/zero/shard_layout.hpp"
+#include "torch/zero/step_hook.hpp"
 
 namespace idist::detail {
 
@@ -21,6 +22,10 @@ class ZeroImpl {
   /// layout (see the public constructor for the errors).
   ZeroImpl(std::vector<at::Tensor> params, const ZeroRedundancyOptimizer::Factory& factory,
            ZeroRedundancyOptimizerOptions options);
+  /// Tells a step hook that outlives the optimizer that there is nothing left to step.
+  ~ZeroImpl();
+  ZeroImpl(const ZeroImpl&) = delete;
+  ZeroImpl& operator=(const ZeroImpl&) = delete;
 
   /// Before the local step: follows a change of the parameters' trainability.
   void prepare_step();
@@ -33,7 +38,9 @@ class ZeroImpl {
   std::vector<int> owners;
   ShardComm comm;
   std::unique_ptr<torch::optim::Optimizer> local;
-  std::optional<ShardLayout> layout;  // only with more than one member
+  std::optional<ShardLayout> layout;  // only with more than one member, without overlap_with_ddp
+  /// overlap_with_ddp with more than one member: what the step hook steps (the hook shares it).
+  std::shared_ptr<ZeroStepTarget> step_target;
   /// Each member's local optimizer archive (state_archive.hpp), on the member that consolidated.
   std::vector<std::string> consolidated;
 };

@@ -88,7 +88,21 @@ ZeroImpl::ZeroImpl(std::vector<at::Tensor> ps, const ZeroRedundancyOptimizer::Fa
     made = "the factory threw an exception that is not a std::exception";
   }
   agree(comm, made, kWhat);
-  if (comm.size() > 1) layout.emplace(params, owners, comm.rank(), comm.size(), options.parameters_as_bucket_view);
+  if (comm.size() == 1) return;
+  if (!options.overlap_with_ddp) {
+    layout.emplace(params, owners, comm.rank(), comm.size(), options.parameters_as_bucket_view);
+    return;
+  }
+  step_target = std::make_shared<ZeroStepTarget>(comm);
+  step_target->local = local.get();
+  for (std::size_t i = 0; i < params.size(); ++i)
+    step_target->owner.emplace(params[i].unsafeGetTensorImpl(), owners[i]);
+}
+
+ZeroImpl::~ZeroImpl() {
+  if (!step_target) return;
+  step_target->local = nullptr;
+  step_target->options = nullptr;
 }
 
 void ZeroImpl::prepare_step() {
@@ -125,7 +139,10 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<torch::Tensor> para
 // The exposed parameter group holds every parameter, with the local optimizer's options.
 ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::unique_ptr<detail::ZeroImpl> impl)
     : torch::optim::Optimizer(impl->params, impl->local->param_groups().front().options().clone()),
-      impl_(std::move(impl)) {}
+      impl_(std::move(impl)) {
+  // The group's options live on the heap and keep their address when the optimizer is moved.
+  if (impl_->step_target) impl_->step_target->options = &param_groups_.front().options();
+}
 
 ZeroRedundancyOptimizer::~ZeroRedundancyOptimizer() = default;
 ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(ZeroRedundancyOptimizer&&) noexcept = default;
@@ -136,6 +153,20 @@ torch::Tensor ZeroRedundancyOptimizer::step(LossClosure closure) {
         "ZeroRedundancyOptimizer::step: the optimizer has {} parameter groups; expected the one made at construction "
         "(add_param_group is not supported)",
         param_groups_.size()));
+  if (detail::ZeroStepTarget* target = impl_->step_target.get()) {
+    if (closure)
+      throw ValueError(
+          "ZeroRedundancyOptimizer::step: a closure was given, but with overlap_with_ddp = true the step runs in the "
+          "backward (hook_with_zero_step); expected step() without a closure");
+    if (target->stepped_backwards == 0)
+      throw ValueError(
+          "ZeroRedundancyOptimizer::step: overlap_with_ddp is true, but no backward stepped the parameters since the "
+          "previous step(); expected a backward through the auto_model model with "
+          "idist::register_comm_hook(model, idist::hook_with_zero_step(hook, optimizer)) registered (not under "
+          "no_sync())");
+    target->stepped_backwards = 0;
+    return {};
+  }
   auto& local_groups = impl_->local->param_groups();
   if (local_groups.size() == 1) local_groups.front().set_options(param_groups_.front().options().clone());
   impl_->prepare_step();
@@ -155,6 +186,35 @@ CommHook ZeroRedundancyOptimizer::reduce_scatter_hook() const {
         "expected a group of every rank (auto_model averages the gradients over the world)",
         comm.group().str(), comm.size(), world));
   return detail::make_reduce_scatter_hook(impl_->params, impl_->owners, comm.group());
+}
+
+namespace {
+
+CommHook zero_step_hook(CommHook hook, const detail::ZeroImpl& z, bool interleaved, const char* fn) {
+  if (!hook) throw ValueError(fmt::format("{}: the hook is empty; expected the hook that reduces each bucket", fn));
+  const int world = detail::comm::world_size();
+  if (z.comm.size() != world)
+    throw ValueError(fmt::format(
+        "{}: the optimizer's group {} has {} of the world's {} ranks; expected a group of every rank (auto_model "
+        "averages the gradients over the world)",
+        fn, z.comm.group().str(), z.comm.size(), world));
+  if (world == 1) return hook;  // nothing to overlap: step() steps
+  if (!z.step_target)
+    throw ValueError(
+        fmt::format("{}: the ZeroRedundancyOptimizer was made with overlap_with_ddp = false; expected one made with "
+                    "ZeroRedundancyOptimizerOptions{{.overlap_with_ddp = true}}",
+                    fn));
+  return detail::make_zero_step_hook(std::move(hook), z.step_target, interleaved);
+}
+
+}  // namespace
+
+CommHook hook_with_zero_step(CommHook hook, ZeroRedundancyOptimizer& zero) {
+  return zero_step_hook(std::move(hook), *zero.impl_, false, "hook_with_zero_step");
+}
+
+CommHook hook_with_zero_step_interleaved(CommHook hook, ZeroRedundancyOptimizer& zero) {
+  return zero_step_hook(std::move(hook), *zero.impl_, true, "hook_with_zero_step_interleaved");
 }
 
 const std::vector<int>& ZeroRedundancyOptimizer::owners() const noexcept { return impl_->owners; }
