@@ -19,6 +19,7 @@
 #include "idist/error.hpp"
 #include "torch/comm/comm.hpp"
 #include "torch/comm/staging.hpp"
+#include "torch/layout_free_hook.hpp"
 
 namespace idist::detail {
 
@@ -230,8 +231,13 @@ class ZeroStepHook : public std::enable_shared_from_this<ZeroStepHook> {
 }  // namespace
 
 CommHook make_zero_step_hook(CommHook inner, std::shared_ptr<ZeroStepTarget> target, bool interleaved) {
+  // Its own per-bucket plans follow any regrouping, so it lets the bucket cap be tuned when the
+  // wrapped hook does.
+  const bool layout_free = is_layout_free(inner);
   auto hook = std::make_shared<ZeroStepHook>(std::move(inner), std::move(target), interleaved);
-  return [hook](GradBucket& bucket) { return (*hook)(bucket); };
+  auto run = [hook](GradBucket& bucket) { return (*hook)(bucket); };
+  if (layout_free) return LayoutFreeHook{run};
+  return run;
 }
 
 }  // namespace idist::detail
