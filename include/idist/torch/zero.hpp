@@ -219,6 +219,7 @@ class ZeroRedundancyOptimizer : public torch::optim::Optimizer {
 /// (SGD, Adam, AdamW, Adagrad, RMSprop; not LBFGS). Anything that reads the gradients between
 /// backward and step (clipping by the global norm) sees them after the parameters were updated.
 /// Parameters no rank used in a backward (find_unused_parameters) are stepped with a zero gradient.
+/// Not supported with idist::join (its shadow backwards would step the joined ranks' shards).
 /// @param hook the hook that reduces each bucket; its reduction is waited before the step.
 /// @param zero an optimizer made with overlap_with_ddp = true over the model's parameters; the hook
 ///        keeps what it needs, and raises ValueError if it runs after the optimizer was destroyed.
