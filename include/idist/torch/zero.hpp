@@ -232,10 +232,10 @@ CommHook hook_with_zero_step(CommHook hook, ZeroRedundancyOptimizer& zero);
 /// As hook_with_zero_step(), with the steps interleaved with the backward's computation (PyTorch's
 /// hook_with_zero_step_interleaved): when bucket k + 1 is launched, bucket k's reduction is waited
 /// and its parameters stepped and all-gathered, so the optimizer's computation and the gathers
-/// overlap the rest of the backward. Better when computation is long against communication;
-/// Where the backend runs several collectives at once (mpi, nccl) this is the form that measured
-/// fastest; on gloo, whose collectives of a group run one at a time, neither form gains over step().
-/// hook_with_zero_step() keeps the backward's computation from waiting for a reduction.
+/// overlap the rest of the backward. On mpi, which runs several collectives at once, this form
+/// measured fastest across hosts; on gloo, whose collectives of a group run one at a time, neither
+/// form gains over step() (figures in docs/performance.md). hook_with_zero_step() never makes the
+/// backward's computation wait for a reduction.
 /// @throws as hook_with_zero_step().
 CommHook hook_with_zero_step_interleaved(CommHook hook, ZeroRedundancyOptimizer& zero);
 
