@@ -19,6 +19,7 @@
 #include "idist/torch/collectives.hpp"
 #include "torch/allreduce_hook.hpp"
 #include "torch/broadcast_coalesced.hpp"
+#include "torch/hook_result.hpp"
 #include "torch/reducer_impl.hpp"
 
 namespace idist::detail {
@@ -152,22 +153,7 @@ void ReducerImpl::launch_ready_buckets() {
 }
 
 void ReducerImpl::wait_bucket(Bucket& b, std::size_t index) {
-  b.work.wait();
-  if (!b.work.has_value()) return;  // reduced in place
-  at::Tensor out;
-  try {
-    out = b.work.value<at::Tensor>();
-  } catch (const ValueError& e) {
-    throw ValueError(fmt::format("register_comm_hook: bucket {}: {}", index, e.what()));
-  }
-  if (!out.defined() || out.is_same(b.flat)) return;
-  if (out.numel() != b.flat.numel() || out.scalar_type() != b.flat.scalar_type())
-    throw ValueError(fmt::format(
-        "register_comm_hook: the hook returned a {} tensor of {} elements for bucket {}, "
-        "expected {} with {} elements (the bucket's buffer)",
-        c10::toString(out.scalar_type()), out.numel(), index, c10::toString(b.flat.scalar_type()), b.flat.numel()));
-  at::NoGradGuard no_grad;
-  b.flat.copy_(out.reshape({-1}));
+  take_hook_result(b.work, b.flat, index, "register_comm_hook");
 }
 
 void ReducerImpl::drain_quietly() noexcept {

@@ -19,6 +19,7 @@
 #include "idist/error.hpp"
 #include "torch/comm/comm.hpp"
 #include "torch/comm/staging.hpp"
+#include "torch/hook_result.hpp"
 #include "torch/layout_free_hook.hpp"
 
 namespace idist::detail {
@@ -82,19 +83,8 @@ class ZeroStepHook : public std::enable_shared_from_this<ZeroStepHook> {
  private:
   // Waits the bucket's reduction, steps this rank's parameters in it and starts their all-gather.
   void step_and_gather(Launched& l) {
-    l.reduction.wait();
+    take_hook_result(l.reduction, l.bucket.buffer(), l.bucket.index(), "hook_with_zero_step");
     at::NoGradGuard no_grad;
-    const at::Tensor& buffer = l.bucket.buffer();
-    if (l.reduction.has_value()) {  // the wrapped hook returned the reduced bucket
-      const at::Tensor out = l.reduction.value<at::Tensor>();
-      if (out.numel() != buffer.numel() || out.scalar_type() != buffer.scalar_type())
-        throw ValueError(fmt::format(
-            "hook_with_zero_step: the wrapped hook returned a {} tensor of {} elements for bucket {}; expected {} "
-            "with {} elements (the bucket's buffer)",
-            c10::toString(out.scalar_type()), out.numel(), l.bucket.index(), c10::toString(buffer.scalar_type()),
-            buffer.numel()));
-      if (!out.is_same(buffer)) buffer.copy_(out.reshape({-1}));
-    }
     BucketPlan& plan = plan_for(l.bucket);
     step_mine(plan, l.bucket);
     l.stepped = true;
