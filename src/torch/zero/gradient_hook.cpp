@@ -11,11 +11,9 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
-#include <fmt/format.h>
 
-#include "idist/error.hpp"
 #include "torch/comm/comm.hpp"
-#include "torch/comm/staging.hpp"
+#include "torch/zero/bucket_owners.hpp"
 #include "torch/zero/shard_comm.hpp"
 
 namespace idist::detail {
@@ -29,22 +27,18 @@ struct Move {
   std::int64_t count = 0;
 };
 
-// How one bucket is regrouped, made on the bucket's first backward and whenever its parameters change
-// (the bucket autotune rebuilds buckets during the first iterations).
+// How one bucket is regrouped, made on the bucket's first backward and whenever its parameters change.
 struct BucketPlan {
-  std::vector<const void*> params;  // TensorImpl of each parameter, bucket order
-  std::vector<std::size_t> counts;  // elements of each group rank's block
-  std::vector<Move> to_staged;      // bucket -> staging buffer (grouped by owner)
-  std::vector<Move> to_bucket;      // this rank's block -> bucket
-  at::Tensor staged, mine;          // reused while the plan holds
+  BucketOwners owners;
+  std::vector<Move> to_staged;  // bucket -> staging buffer (grouped by owner)
+  std::vector<Move> to_bucket;  // this rank's block -> bucket
+  at::Tensor staged, mine;      // reused while the plan holds
 };
 
 class ReduceScatterHook {
  public:
-  ReduceScatterHook(const std::vector<at::Tensor>& params, const std::vector<int>& owners, const Group& group)
-      : comm_(group), rank_(comm_.rank()), size_(comm_.size()) {
-    for (std::size_t i = 0; i < params.size(); ++i) owner_.emplace(params[i].unsafeGetTensorImpl(), owners[i]);
-  }
+  ReduceScatterHook(std::shared_ptr<const OwnerMap> owners, const Group& group)
+      : comm_(group), rank_(comm_.rank()), size_(comm_.size()), owners_(std::move(owners)) {}
 
   Work operator()(GradBucket& bucket) {
     BucketPlan& plan = plan_for(bucket, comm::device());
@@ -53,7 +47,7 @@ class ReduceScatterHook {
     for (const Move& mv : plan.to_staged)
       plan.staged.narrow(0, mv.to, mv.count).copy_(grads.narrow(0, mv.from, mv.count));
     plan.staged.div_(size_);
-    Work w = comm_.reduce_scatter_v(plan.staged, plan.mine, plan.counts);
+    Work w = comm_.reduce_scatter_v(plan.staged, plan.mine, plan.owners.counts);
     w.then([grads, mine = plan.mine, moves = plan.to_bucket, staged = plan.staged] {
       at::NoGradGuard guard;
       for (const Move& mv : moves) grads.narrow(0, mv.to, mv.count).copy_(mine.narrow(0, mv.from, mv.count));
@@ -64,44 +58,27 @@ class ReduceScatterHook {
  private:
   BucketPlan& plan_for(const GradBucket& bucket, c10::Device dev) {
     BucketPlan& plan = plans_[bucket.index()];
-    const auto& params = bucket.parameters();
-    bool same = plan.params.size() == params.size() && plan.staged.defined() &&
-                plan.staged.numel() == bucket.buffer().numel() &&
-                plan.staged.scalar_type() == bucket.buffer().scalar_type();
-    for (std::size_t i = 0; same && i < params.size(); ++i) same = plan.params[i] == params[i].unsafeGetTensorImpl();
+    const bool same = plan.staged.defined() && plan.staged.numel() == bucket.buffer().numel() &&
+                      plan.staged.scalar_type() == bucket.buffer().scalar_type() && plan.owners.same_parameters(bucket);
     if (!same) plan = make_plan(bucket, dev);
     return plan;
   }
 
   BucketPlan make_plan(const GradBucket& bucket, c10::Device dev) const {
+    BucketPlan plan;
+    plan.owners = bucket_owners(bucket, *owners_, size_, "ZeroRedundancyOptimizer::reduce_scatter_hook");
     const auto& params = bucket.parameters();
     const auto& offsets = bucket.offsets();
-    BucketPlan plan;
-    plan.counts.assign(std::size_t(size_), 0);
-    std::vector<int> owner_of(params.size());
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      const auto it = owner_.find(params[i].unsafeGetTensorImpl());
-      if (it == owner_.end())
-        throw ValueError(fmt::format(
-            "ZeroRedundancyOptimizer::reduce_scatter_hook: bucket {} holds a parameter of shape {} that the optimizer "
-            "was not given; expected the optimizer to hold every parameter of the model that requires a gradient",
-            bucket.index(), shape_str(params[i].sizes())));
-      owner_of[i] = it->second;
-      plan.params.push_back(params[i].unsafeGetTensorImpl());
-      plan.counts[std::size_t(it->second)] += std::size_t(params[i].numel());
-    }
-    std::int64_t staged_at = 0, mine_at = 0;
-    for (int r = 0; r < size_; ++r)
-      for (std::size_t i = 0; i < params.size(); ++i) {
-        if (owner_of[i] != r) continue;
-        const std::int64_t n = params[i].numel();
-        plan.to_staged.push_back({offsets[i], staged_at, n});
-        if (r == rank_) plan.to_bucket.push_back({mine_at, offsets[i], n});
-        staged_at += n;
-        if (r == rank_) mine_at += n;
-      }
+    std::int64_t mine_at = 0;
+    const std::int64_t staged = plan.owners.for_each_by_owner(bucket, [&](std::size_t i, int r, std::int64_t at) {
+      const std::int64_t n = params[i].numel();
+      plan.to_staged.push_back({offsets[i], at, n});
+      if (r != rank_) return;
+      plan.to_bucket.push_back({mine_at, offsets[i], n});
+      mine_at += n;
+    });
     const auto options = bucket.buffer().options().device(dev);
-    plan.staged = at::empty({staged_at}, options);
+    plan.staged = at::empty({staged}, options);
     plan.mine = at::empty({mine_at}, options);
     return plan;
   }
@@ -109,15 +86,14 @@ class ReduceScatterHook {
   ShardComm comm_;
   int rank_;
   int size_;
-  std::unordered_map<const void*, int> owner_;
+  std::shared_ptr<const OwnerMap> owners_;
   std::unordered_map<std::size_t, BucketPlan> plans_;
 };
 
 }  // namespace
 
-CommHook make_reduce_scatter_hook(const std::vector<at::Tensor>& params, const std::vector<int>& owners,
-                                  const Group& group) {
-  auto hook = std::make_shared<ReduceScatterHook>(params, owners, group);
+CommHook make_reduce_scatter_hook(std::shared_ptr<const OwnerMap> owners, const Group& group) {
+  auto hook = std::make_shared<ReduceScatterHook>(std::move(owners), group);
   return [hook](GradBucket& bucket) { return (*hook)(bucket); };
 }
 

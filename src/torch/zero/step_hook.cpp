@@ -9,16 +9,15 @@
 // parameter is updated: the backward ends with the step done.
 #include "torch/zero/step_hook.hpp"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
-#include <fmt/format.h>
 
 #include "idist/error.hpp"
 #include "torch/comm/comm.hpp"
-#include "torch/comm/staging.hpp"
 #include "torch/hook_result.hpp"
 #include "torch/layout_free_hook.hpp"
 
@@ -35,14 +34,13 @@ struct Slot {
 // How one bucket is stepped and gathered; rebuilt when the bucket's parameters change (the bucket
 // autotune and the rebuild in gradient-ready order regroup them during the first iterations).
 struct BucketPlan {
-  std::vector<const void*> ids;     // TensorImpl of each parameter, bucket order
-  std::vector<at::Tensor> params;   // the bucket's parameters
-  std::vector<std::size_t> mine;    // indices of the parameters this rank owns
-  std::vector<std::size_t> counts;  // elements each group rank owns in the bucket
-  std::vector<Slot> others;         // the other members' parameters in `gathered`
-  at::Tensor gathered;              // every member's block, group rank order
-  at::Tensor send;                  // this rank's block, packed from its parameters
-  bool equal = false;               // all counts equal: one all_gather instead of all_gather_v
+  BucketOwners owners;
+  std::vector<at::Tensor> params;  // the bucket's parameters
+  std::vector<std::size_t> mine;   // indices of the parameters this rank owns
+  std::vector<Slot> others;        // the other members' parameters in `gathered`
+  at::Tensor gathered;             // every member's block, group rank order
+  at::Tensor send;                 // this rank's block, packed from its parameters
+  bool equal = false;              // all counts equal: one all_gather instead of all_gather_v
 };
 
 // A bucket launched in this backward and not stepped yet.
@@ -96,7 +94,8 @@ class ZeroStepHook : public std::enable_shared_from_this<ZeroStepHook> {
       plan.send.narrow(0, at, n).copy_(plan.params[i].reshape({-1}));
       at += n;
     }
-    gathers_.push_back({target_->comm.all_gather_async(plan.send, plan.gathered, plan.counts, plan.equal), &plan});
+    gathers_.push_back(
+        {target_->comm.all_gather_async(plan.send, plan.gathered, plan.owners.counts, plan.equal), &plan});
   }
 
   // The local optimizer's step over this rank's parameters of one bucket: the other parameters'
@@ -160,48 +159,28 @@ class ZeroStepHook : public std::enable_shared_from_this<ZeroStepHook> {
 
   BucketPlan& plan_for(const GradBucket& bucket) {
     BucketPlan& plan = plans_[bucket.index()];
-    const auto& params = bucket.parameters();
-    bool same = plan.ids.size() == params.size() && plan.gathered.defined() &&
-                plan.gathered.scalar_type() == bucket.buffer().scalar_type();
-    for (std::size_t i = 0; same && i < params.size(); ++i) same = plan.ids[i] == params[i].unsafeGetTensorImpl();
+    const bool same = plan.gathered.defined() && plan.gathered.scalar_type() == bucket.buffer().scalar_type() &&
+                      plan.owners.same_parameters(bucket);
     if (!same) plan = make_plan(bucket);
     return plan;
   }
 
   BucketPlan make_plan(const GradBucket& bucket) const {
-    const auto& params = bucket.parameters();
-    const int size = target_->comm.size(), rank = target_->comm.rank();
+    const int rank = target_->comm.rank();
     BucketPlan plan;
-    plan.params = params;
-    plan.counts.assign(std::size_t(size), 0);
-    std::vector<int> owner_of(params.size());
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      const auto it = target_->owner.find(params[i].unsafeGetTensorImpl());
-      if (it == target_->owner.end())
-        throw ValueError(fmt::format(
-            "hook_with_zero_step: bucket {} holds a parameter of shape {} that the ZeroRedundancyOptimizer was not "
-            "given; expected the optimizer to hold every parameter of the model that requires a gradient",
-            bucket.index(), shape_str(params[i].sizes())));
-      owner_of[i] = it->second;
-      plan.ids.push_back(params[i].unsafeGetTensorImpl());
-      plan.counts[std::size_t(it->second)] += std::size_t(params[i].numel());
-    }
-    std::int64_t at = 0;
-    for (int r = 0; r < size; ++r) {
-      for (std::size_t i = 0; i < params.size(); ++i) {
-        if (owner_of[i] != r) continue;
-        if (r == rank)
-          plan.mine.push_back(i);
-        else
-          plan.others.push_back({i, at});
-        at += params[i].numel();
-      }
-    }
-    plan.equal = true;
-    for (std::size_t c : plan.counts) plan.equal = plan.equal && c == plan.counts.front();
+    plan.owners = bucket_owners(bucket, *target_->owners, target_->comm.size(), "hook_with_zero_step");
+    plan.params = bucket.parameters();
+    const std::int64_t gathered = plan.owners.for_each_by_owner(bucket, [&](std::size_t i, int r, std::int64_t at) {
+      if (r == rank)
+        plan.mine.push_back(i);
+      else
+        plan.others.push_back({i, at});
+    });
+    const auto& counts = plan.owners.counts;
+    plan.equal = std::all_of(counts.begin(), counts.end(), [&](std::size_t c) { return c == counts.front(); });
     const auto options = bucket.buffer().options().device(comm::device());
-    plan.gathered = at::empty({at}, options);
-    plan.send = at::empty({std::int64_t(plan.counts[std::size_t(rank)])}, options);
+    plan.gathered = at::empty({gathered}, options);
+    plan.send = at::empty({std::int64_t(counts[std::size_t(rank)])}, options);
     return plan;
   }
 

@@ -4,12 +4,12 @@
 // all-gathers them while the rest of the backward's communication is in flight.
 #include <cstdint>
 #include <memory>
-#include <unordered_map>
 #include <utility>
 
 #include <torch/optim/optimizer.h>
 
 #include "idist/torch/comm_hook.hpp"
+#include "torch/zero/bucket_owners.hpp"
 #include "torch/zero/shard_comm.hpp"
 
 namespace idist::detail {
@@ -22,7 +22,7 @@ struct ZeroStepTarget {
   ShardComm comm;                                           // the optimizer's group
   torch::optim::Optimizer* local = nullptr;                 // this rank's optimizer over its shard
   const torch::optim::OptimizerOptions* options = nullptr;  // the exposed group's options (LR schedules)
-  std::unordered_map<const void*, int> owner;               // parameter (TensorImpl) -> owning group rank
+  std::shared_ptr<const OwnerMap> owners;                   // the optimizer's partition
   /// Backwards whose hook finished its steps since ZeroRedundancyOptimizer::step() last looked.
   std::uint64_t stepped_backwards = 0;
 };

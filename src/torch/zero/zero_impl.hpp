@@ -10,6 +10,7 @@
 #include <torch/optim/optimizer.h>
 
 #include "idist/torch/zero.hpp"
+#include "torch/zero/bucket_owners.hpp"
 #include "torch/zero/shard_comm.hpp"
 #include "torch/zero/shard_layout.hpp"
 #include "torch/zero/step_hook.hpp"
@@ -31,6 +32,8 @@ class ZeroImpl {
   void prepare_step();
   /// After the local step: every member's updated shard reaches every member.
   void publish();
+  /// `owners` by parameter, for the hooks: made on the first call, then shared.
+  std::shared_ptr<const OwnerMap> owner_map();
   /// The global index of each of the local optimizer's parameters, in its parameter-group order.
   std::vector<std::int64_t> local_order() const;
 
@@ -41,6 +44,7 @@ class ZeroImpl {
   std::optional<ShardLayout> layout;  // only with more than one member, without overlap_with_ddp
   /// overlap_with_ddp with more than one member: what the step hook steps (the hook shares it).
   std::shared_ptr<ZeroStepTarget> step_target;
+  std::shared_ptr<const OwnerMap> owner_map_;  // owner_map()'s
   /// Each member's local optimizer archive (state_archive.hpp), on the member that consolidated.
   std::vector<std::string> consolidated;
 };

@@ -95,8 +95,7 @@ ZeroImpl::ZeroImpl(std::vector<at::Tensor> ps, const ZeroRedundancyOptimizer::Fa
   }
   step_target = std::make_shared<ZeroStepTarget>(comm);
   step_target->local = local.get();
-  for (std::size_t i = 0; i < params.size(); ++i)
-    step_target->owner.emplace(params[i].unsafeGetTensorImpl(), owners[i]);
+  step_target->owners = owner_map();
 }
 
 ZeroImpl::~ZeroImpl() {
@@ -119,6 +118,11 @@ void ZeroImpl::publish() {
   layout->pack();
   comm.publish(layout->send(), layout->flat(), layout->counts(), layout->equal_counts());
   layout->unpack();
+}
+
+std::shared_ptr<const OwnerMap> ZeroImpl::owner_map() {
+  if (!owner_map_) owner_map_ = make_owner_map(params, owners);
+  return owner_map_;
 }
 
 std::vector<std::int64_t> ZeroImpl::local_order() const {
@@ -185,7 +189,7 @@ CommHook ZeroRedundancyOptimizer::reduce_scatter_hook() const {
         "ZeroRedundancyOptimizer::reduce_scatter_hook: the optimizer's group {} has {} of the world's {} ranks; "
         "expected a group of every rank (auto_model averages the gradients over the world)",
         comm.group().str(), comm.size(), world));
-  return detail::make_reduce_scatter_hook(impl_->params, impl_->owners, comm.group());
+  return detail::make_reduce_scatter_hook(impl_->owner_map(), comm.group());
 }
 
 namespace {
