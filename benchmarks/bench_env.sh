@@ -28,3 +28,13 @@ launch() {
     *) echo "launch: unknown backend $b" >&2; return 1 ;;
   esac
 }
+
+# tcp_goodput <cluster script>: the fraction of a tbf-shaped link's rate that TCP's payload can use
+# between the emulated hosts that are up (e.g. 0.9564 at MTU 1500). tbf counts whole frames: each
+# carries MTU - 52 bytes of payload (IPv4 20, TCP 20, its timestamp option 12, on by default) in
+# MTU + 14 bytes (the Ethernet header). benchmarks/tcp_stream.py measures it.
+tcp_goodput() {
+  local mtu
+  mtu=$("$1" run 1 cat /sys/class/net/eth0/mtu)
+  awk -v m="$mtu" 'BEGIN { printf "%.4f\n", (m - 52) / (m + 14) }'
+}

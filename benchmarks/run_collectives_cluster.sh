@@ -31,6 +31,7 @@ trap '"$cluster" down >/dev/null 2>&1 || true' EXIT
 "$cluster" down >/dev/null 2>&1 || true
 "$cluster" up 2 --rate "$rate"
 h1=$("$cluster" hostname 1)
+goodput=$(tcp_goodput "$cluster")
 # shellcheck disable=SC2206
 args=(--backend gloo --nproc 0 --ops $ops --min-bytes "${MIN_BYTES:-16777216}" --max-bytes "${MAX_BYTES:-33554432}"
   --iters-large "$iters" --warmup-large 1 --timeout 120)
@@ -53,15 +54,17 @@ done
 # Bytes each rank sends, 2 ranks: all_gather of S (the gathered output), all_to_all and reduce_scatter of
 # S (each rank's input): S/2; all_reduce (ring: reduce-scatter then all-gather): S; broadcast: S, one way.
 {
-  echo "# $rate, 2 emulated hosts, 1 rank each; p50 in microseconds; line = wire time of the bytes sent / p50"
-  printf '%-5s %-15s %10s %12s %12s %9s %9s\n' pin op size_B idist_p50 raw_p50 idist_line raw_line
+  echo "# $rate, 2 emulated hosts, 1 rank each; p50 in microseconds; line = wire time of the bytes sent / p50;"
+  echo "# idist_tcp = idist_line / $goodput, the fraction of the rate TCP's payload can use (bench_env.sh)"
+  printf '%-5s %-15s %10s %12s %12s %9s %9s %9s\n' pin op size_B idist_p50 raw_p50 idist_line raw_line idist_tcp
   for pin in $pins; do
-    awk -v pin="$pin" -v bps="$bits_per_s" '
+    awk -v pin="$pin" -v bps="$bits_per_s" -v goodput="$goodput" '
       /^## / { op = $2 }
       $1 ~ /^[0-9]+$/ && NF > 12 {
         sent = (op == "all_reduce" || op == "broadcast") ? $1 : $1 / 2
         wire = sent * 8 / bps * 1e6
-        printf "%-5s %-15s %10d %12.0f %12.0f %9.2f %9.2f\n", pin, op, $1, $5, $12, wire / $5, wire / $12
+        printf "%-5s %-15s %10d %12.0f %12.0f %9.2f %9.2f %9.2f\n", pin, op, $1, $5, $12, wire / $5, wire / $12,
+               wire / $5 / goodput
       }' "$dir/pin$pin.txt"
   done
 } | tee "$dir/summary.txt"

@@ -14,7 +14,8 @@
 # auto_model with the fp16 hook against max(no_sync, wire time / 2). Wire time: the gradient bytes
 # at the rate (a 2-rank all-reduce sends and receives each rank's gradients' size once). Results:
 # <out>/bound_<rate>/batch<B>/ and <out>/bound_summary.txt (ratios; the issue's limit is 1.15), with the
-# synchronous floor forward + max(backward + optimizer step, wire) from no_sync's timed phases.
+# synchronous floor forward + max(backward + optimizer step, wire) from no_sync's timed phases, also with
+# the wire time at TCP's goodput on the shaped link (tcp_goodput in bench_env.sh).
 # PIN=1 pins each rank to one core (host K's rank to core K-1, as idist::spawn pins its workers); by
 # default (0) the ranks float over both cores.
 # As root; tears the cluster down on exit.
@@ -121,6 +122,7 @@ if [ "$bound" = 1 ]; then
     run_backends "$out/bound_$bound_rate/batch$batch" "$bound_configs" mlp32x512 \
       --batch "$batch" "${bound_args[@]}"
   done
+  goodput=$(tcp_goodput "$cluster")
   "$cluster" down
   # Link rate in bit/s from the cluster's RATE notation (100mbit, 1gbit, ...).
   rate_bits=$(awk -v r="$bound_rate" 'BEGIN { n = r + 0; u = r; sub(/^[0-9]+/, "", u)
@@ -129,14 +131,15 @@ if [ "$bound" = 1 ]; then
     echo "# the cross-host bound at $bound_rate: p50 step (ms) against max(no_sync, wire) (default options) and"
     echo "# max(no_sync, wire / 2) (fp16 hook); wire = gradient bytes * 8 / rate; the limit is 1.15 (1.00 ideal)."
     echo "# floor: the synchronous floor forward + max(backward + step, wire) from no_sync's phases; x_floor ="
-    echo "# auto_ms / floor_ms (target 1.10)"
-    printf "%-13s %6s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n" backend batch no_sync wire_ms auto_ms x_bound \
-      fp16_ms x_bound16 fwd_ms bwd_ms step_ms floor_ms x_floor
+    echo "# auto_ms / floor_ms (target 1.10). tcp_ms: the wire time at TCP's goodput, $goodput of the rate (tbf"
+    echo "# counts each frame's headers: bench_env.sh's tcp_goodput); floor_tcp and x_floor_tcp use it."
+    printf "%-13s %6s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %11s\n" backend batch no_sync wire_ms auto_ms \
+      x_bound fp16_ms x_bound16 fwd_ms bwd_ms step_ms floor_ms x_floor tcp_ms floor_tcp x_floor_tcp
     for batch in $bound_batches; do
       for f in "$out/bound_$bound_rate/batch$batch"/training_*_mlp32x512.csv; do
         [ -e "$f" ] || continue
         b=$(basename "$f" _mlp32x512.csv); b=${b#training_}
-        awk -F, -v b="$b" -v batch="$batch" -v bits="$rate_bits" '
+        awk -F, -v b="$b" -v batch="$batch" -v bits="$rate_bits" -v goodput="$goodput" '
           NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
           { p[$(c["config"])] = $(c["p50_ms"]); g = $(c["grad_MiB"])
             if ($(c["config"]) == "no_sync" && ("forward_p50_ms" in c)) {
@@ -144,10 +147,12 @@ if [ "$bound" = 1 ]; then
           END { ns = p["no_sync"]; wire = g * 1048576 * 8 / bits * 1000
                 lim = ns > wire ? ns : wire; lim16 = ns > wire / 2 ? ns : wire / 2
                 floor = fw + (bw + st > wire ? bw + st : wire)
-                printf "%-13s %6s %9.2f %9.2f %9.2f %9.3f %9.2f %9.3f %9.2f %9.2f %9.2f %9.2f %9.3f\n", b, batch, ns, wire,
-                       p["auto_model"], (lim > 0 ? p["auto_model"] / lim : 0), p["auto_model+fp16"],
+                tcp = wire / goodput; floor_tcp = fw + (bw + st > tcp ? bw + st : tcp)
+                printf "%-13s %6s %9.2f %9.2f %9.2f %9.3f %9.2f %9.3f %9.2f %9.2f %9.2f %9.2f %9.3f %9.2f %9.2f %11.3f\n",
+                       b, batch, ns, wire, p["auto_model"], (lim > 0 ? p["auto_model"] / lim : 0), p["auto_model+fp16"],
                        (lim16 > 0 ? p["auto_model+fp16"] / lim16 : 0), fw, bw, st, floor,
-                       (floor > 0 ? p["auto_model"] / floor : 0) }' "$f"
+                       (floor > 0 ? p["auto_model"] / floor : 0), tcp, floor_tcp,
+                       (floor_tcp > 0 ? p["auto_model"] / floor_tcp : 0) }' "$f"
       done
     done
   } | tee "$out/bound_summary.txt"

@@ -1,9 +1,11 @@
 #include "gloo/tcp_device.hpp"
 
 #include <gloo/transport/tcp/device.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <exception>
 #include <thread>
@@ -15,11 +17,21 @@
 
 namespace idist::gloo_backend {
 
-std::optional<int> loop_nice_from_env(int nnodes) {
+std::optional<int> loop_nice_from_env(int nnodes, int cpus) {
   const std::optional<int> nice = launch::gloo_loop_nice();
-  if (!nice) return nnodes == 1 ? std::optional<int>(kDefaultLoopNice) : std::nullopt;
+  if (!nice) {
+    if (nnodes == 1) return kDefaultLoopNice;
+    return cpus == 1 ? std::optional<int>(kPinnedCrossNodeLoopNice) : std::nullopt;
+  }
   if (*nice == 0) return std::nullopt;  // "off"
   return nice;
+}
+
+int allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
 }
 
 std::shared_ptr<gloo::transport::Device> make_tcp_device(const rendezvous::InterfaceChoice& where,

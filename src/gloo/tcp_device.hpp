@@ -16,13 +16,21 @@ namespace idist::gloo_backend {
 /// IDIST_GLOO_LOOP_NICE is unset: the lowest CFS weight, so that the loop's polling yields the core to
 /// the thread it serves.
 inline constexpr int kDefaultLoopNice = 19;
+/// Its nice value across nodes when the rank may run on one CPU only (pinned, as idist::spawn and
+/// mpirun's default binding pin), so that the loop shares the training thread's core: low enough that
+/// its polling leaves that core to the training thread between messages, high enough that it keeps up
+/// with the wire while backward computes (docs/performance.md weighs 5, 10 and 19).
+inline constexpr int kPinnedCrossNodeLoopNice = 10;
 
-/// Reads IDIST_GLOO_LOOP_NICE for a world on `nnodes` nodes: "1".."19" gives that nice value; "off" or
-/// "0" gives nullopt (the loop thread keeps the creating thread's priority); unset or empty gives
-/// kDefaultLoopNice on one node and nullopt across nodes, where the loop must keep up with the wire
-/// while backward computes (at nice 19 the cross-host step took up to 1.17x as long).
+/// Reads IDIST_GLOO_LOOP_NICE for a world on `nnodes` nodes whose rank may run on `cpus` CPUs: "1".."19"
+/// gives that nice value; "off" or "0" gives nullopt (the loop thread keeps the creating thread's
+/// priority); unset or empty gives kDefaultLoopNice on one node, kPinnedCrossNodeLoopNice across nodes
+/// on one CPU, and nullopt across nodes otherwise (the loop then has another core to poll on).
 /// @throws ValueError naming the accepted forms for anything else.
-std::optional<int> loop_nice_from_env(int nnodes);
+std::optional<int> loop_nice_from_env(int nnodes, int cpus);
+
+/// The CPUs the calling thread may run on (its affinity mask), at least 1.
+int allowed_cpus();
 
 /// Creates gloo's TCP device that every context of this process uses, listening on `where.address`
 /// (chosen by rendezvous::select_interface: GLOO_SOCKET_IFNAME, else the address routing to the master,

@@ -1,7 +1,7 @@
 // Gloo's TCP device as idist creates it (an internal: the test sees src/): its event-loop thread runs
-// at the nice value IDIST_GLOO_LOOP_NICE asks for (by default 19 on one node, the caller's across
-// nodes) with the caller's CPU affinity, while the calling thread keeps its own priority; "off" leaves
-// the loop at the caller's priority; anything else is refused by name.
+// at the nice value IDIST_GLOO_LOOP_NICE asks for (by default 19 on one node; across nodes 10 for a
+// rank on one CPU, else the caller's) with the caller's CPU affinity, while the calling thread keeps its own priority;
+// "off" leaves the loop at the caller's priority; anything else is refused by name.
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/resource.h>
@@ -69,7 +69,7 @@ TEST(GlooTcpDevice, OnOneNodeTheLoopThreadRunsAtNice19AndTheCallerKeepsItsPriori
   ScopedEnv env;
   env.unset("IDIST_GLOO_LOOP_NICE");
   const int own = nice_of(::gettid());
-  EXPECT_EQ(loop_thread_nice(loop_nice_from_env(1)), std::max(own, 19)) << "never below the caller's own priority";
+  EXPECT_EQ(loop_thread_nice(loop_nice_from_env(1, 2)), std::max(own, 19)) << "never below the caller's own priority";
   EXPECT_EQ(nice_of(::gettid()), own) << "the calling thread's priority is untouched";
 }
 
@@ -78,17 +78,19 @@ TEST(GlooTcpDevice, LoopNiceFollowsTheVariable) {
   {
     ScopedEnv env;
     env.set("IDIST_GLOO_LOOP_NICE", "off");
-    EXPECT_EQ(loop_thread_nice(loop_nice_from_env(1)), own);
+    EXPECT_EQ(loop_thread_nice(loop_nice_from_env(1, 2)), own);
   }
   {
     ScopedEnv env;
     env.set("IDIST_GLOO_LOOP_NICE", "12");
-    EXPECT_EQ(loop_thread_nice(loop_nice_from_env(2)), std::max(own, 12));
+    EXPECT_EQ(loop_thread_nice(loop_nice_from_env(2, 2)), std::max(own, 12));
   }
   {
     ScopedEnv env;
     env.unset("IDIST_GLOO_LOOP_NICE");
-    EXPECT_EQ(loop_thread_nice(loop_nice_from_env(2)), own) << "across nodes the loop keeps the caller's priority";
+    EXPECT_EQ(loop_thread_nice(loop_nice_from_env(2, 2)), own) << "across nodes the loop keeps the caller's priority";
+    EXPECT_EQ(loop_thread_nice(loop_nice_from_env(2, 1)), std::max(own, 10))
+        << "across nodes on one CPU the loop shares the training thread's core";
   }
 }
 
@@ -96,31 +98,50 @@ TEST(GlooTcpDevice, LoopNiceVariableIsParsedOrRefusedByName) {
   {
     ScopedEnv env;
     env.set("IDIST_GLOO_LOOP_NICE", "");
-    EXPECT_EQ(loop_nice_from_env(1), std::optional<int>(idist::gloo_backend::kDefaultLoopNice));
-    EXPECT_EQ(loop_nice_from_env(3), std::nullopt);
+    EXPECT_EQ(loop_nice_from_env(1, 2), std::optional<int>(idist::gloo_backend::kDefaultLoopNice));
+    EXPECT_EQ(loop_nice_from_env(1, 1), std::optional<int>(idist::gloo_backend::kDefaultLoopNice));
+    EXPECT_EQ(loop_nice_from_env(3, 2), std::nullopt);
+    EXPECT_EQ(loop_nice_from_env(3, 1), std::optional<int>(idist::gloo_backend::kPinnedCrossNodeLoopNice));
   }
   for (const char* off : {"off", "0"}) {
     ScopedEnv env;
     env.set("IDIST_GLOO_LOOP_NICE", off);
-    EXPECT_EQ(loop_nice_from_env(1), std::nullopt) << off;
-    EXPECT_EQ(loop_nice_from_env(2), std::nullopt) << off;
+    EXPECT_EQ(loop_nice_from_env(1, 2), std::nullopt) << off;
+    EXPECT_EQ(loop_nice_from_env(2, 1), std::nullopt) << off;
   }
   {
     ScopedEnv env;
     env.set("IDIST_GLOO_LOOP_NICE", "7");
-    EXPECT_EQ(loop_nice_from_env(1), std::optional<int>(7));
-    EXPECT_EQ(loop_nice_from_env(2), std::optional<int>(7));
+    EXPECT_EQ(loop_nice_from_env(1, 2), std::optional<int>(7));
+    EXPECT_EQ(loop_nice_from_env(2, 1), std::optional<int>(7));
   }
   for (const char* bad : {"20", "-5", "high", "1.5", " 3"}) {
     ScopedEnv env;
     env.set("IDIST_GLOO_LOOP_NICE", bad);
-    const std::string what = message_of([] { (void)loop_nice_from_env(1); });
+    const std::string what = message_of([] { (void)loop_nice_from_env(1, 2); });
     EXPECT_NE(what, "") << "IDIST_GLOO_LOOP_NICE='" << bad << "' was accepted";
     EXPECT_NE(what.find("IDIST_GLOO_LOOP_NICE"), std::string::npos) << what;
     EXPECT_NE(what.find(std::string("'") + bad + "'"), std::string::npos) << what;
     EXPECT_NE(what.find("1 to 19"), std::string::npos) << what;
-    EXPECT_THROW((void)loop_nice_from_env(2), idist::ValueError) << bad;
+    EXPECT_THROW((void)loop_nice_from_env(2, 1), idist::ValueError) << bad;
   }
 }
 
 }  // namespace
+
+TEST(GlooTcpDevice, AllowedCpusCountsTheCallingThreadsAffinity) {
+  cpu_set_t all;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof all, &all), 0);
+  EXPECT_EQ(idist::gloo_backend::allowed_cpus(), CPU_COUNT(&all));
+  int first = 0;
+  while (!CPU_ISSET(first, &all)) ++first;
+  int pinned = 0;
+  std::thread([&] {  // a thread of its own: the test process keeps its affinity
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    if (::sched_setaffinity(0, sizeof one, &one) == 0) pinned = idist::gloo_backend::allowed_cpus();
+  })
+      .join();
+  EXPECT_EQ(pinned, 1);
+}
