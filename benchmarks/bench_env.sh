@@ -4,15 +4,16 @@
 #   . "$(dirname "$0")/bench_env.sh" <benchmark target> <script name>
 #
 # Sets root, build (BUILD_DIR, default ./build), out (OUT_DIR, default ./bench-results), np (NP,
-# default 2), mpiflags and bin (the benchmark binary, which must exist); creates $out; runs LibTorch
-# with one intra-op thread per rank.
+# default 2), mpiflags and bin (the benchmark binary, which must exist unless the target is empty);
+# creates $out; runs LibTorch with one intra-op thread per rank.
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
 out=${OUT_DIR:-$root/bench-results}
 np=${NP:-2}
 bin=$build/benchmarks/$1
 mpiflags=(--allow-run-as-root --oversubscribe --mca btl_vader_single_copy_mechanism none)
-[ -x "$bin" ] || { echo "$2: $bin not found; build the target $1" >&2; exit 1; }
+# An empty target: a script that runs no benchmark binary (run_tcp_goodput.sh).
+[ -z "$1" ] || [ -x "$bin" ] || { echo "$2: $bin not found; build the target $1" >&2; exit 1; }
 mkdir -p "$out"
 export OMP_NUM_THREADS=1
 

@@ -8,7 +8,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench_env.sh
-BUILD_DIR=${BUILD_DIR:-$root/build} . "$root/benchmarks/bench_env.sh" idist_bench_training run_tcp_goodput
+. "$root/benchmarks/bench_env.sh" "" run_tcp_goodput
 export IDIST_CLUSTER=${IDIST_CLUSTER:-idtg}
 cluster="$root/scripts/cluster.sh"
 rate=${RATE:-1gbit}
