@@ -48,7 +48,7 @@ GlooBackend::GlooBackend(const InitOptions& opts) : Backend(opts.timeout) {
                                         timeout());
     if (const auto why = rendezvous::unreachable_addresses(peers_, "GLOO_SOCKET_IFNAME"))
       throw BackendError(fmt::format("gloo: rank {} cannot form the world: {}", info.rank, *why));
-    device_ = make_tcp_device(interface_, loop_nice_from_env(info.nnodes, allowed_cpus()));
+    device_ = make_tcp_device(interface_, loop_scheduling_from_env(info.nnodes, allowed_cpus()));
     if (const auto settings = PeerWatch::from_env()) watch_ = std::make_unique<PeerWatch>(*settings);
     std::vector<int> all(std::size_t(info.world_size));
     for (int r = 0; r < info.world_size; ++r) all[std::size_t(r)] = r;

@@ -17,14 +17,16 @@
 
 namespace idist::gloo_backend {
 
-std::optional<int> loop_nice_from_env(int nnodes, int cpus) {
+LoopScheduling loop_scheduling_from_env(int nnodes, int cpus) {
+  LoopScheduling loop;
   const std::optional<int> nice = launch::gloo_loop_nice();
   if (!nice) {
-    if (nnodes == 1) return kDefaultLoopNice;
-    return cpus == 1 ? std::optional<int>(kPinnedCrossNodeLoopNice) : std::nullopt;
+    if (nnodes == 1) loop.nice = kDefaultLoopNice;
+  } else if (*nice != 0) {  // 0: "off"
+    loop.nice = nice;
   }
-  if (*nice == 0) return std::nullopt;  // "off"
-  return nice;
+  loop.batch = launch::gloo_loop_batch().value_or(nnodes > 1 && cpus == 1);
+  return loop;
 }
 
 int allowed_cpus() {
@@ -35,21 +37,27 @@ int allowed_cpus() {
 }
 
 std::shared_ptr<gloo::transport::Device> make_tcp_device(const rendezvous::InterfaceChoice& where,
-                                                         std::optional<int> loop_nice) {
+                                                         const LoopScheduling& loop) {
   gloo::transport::tcp::attr attr;
   attr.hostname = where.address;  // an address, never a name that might resolve to the loopback
   std::shared_ptr<gloo::transport::Device> device;
   std::exception_ptr failure;
   // The device starts its event-loop thread in its constructor, and a new thread inherits its
-  // creator's nice value (and CPU affinity). Gloo's loop spins on a level-triggered socket while a
-  // user thread holds the pair's lock; on a core shared with that user thread the spin takes the
-  // CPU from the very thread it waits for. Constructing the device on a short-lived thread whose own
-  // priority is lowered gives only the loop thread the low weight, without touching the caller's
-  // (raising one's own nice value needs no privilege; lowering it back would).
+  // creator's nice value, policy and CPU affinity. Gloo's loop spins on a level-triggered socket while
+  // a user thread holds the pair's lock; on a core shared with that user thread the spin takes the
+  // CPU from the very thread it waits for, until the next tick. A lower weight shortens that; under
+  // SCHED_BATCH the loop, woken by incoming data, does not preempt the lock holder at all. Setting
+  // both on a short-lived thread that constructs the device gives them to the loop thread only,
+  // without touching the caller (raising one's own nice value needs no privilege; lowering it back
+  // would).
   std::thread([&] {
-    if (loop_nice) {
+    if (loop.nice) {
       const int own = (errno = 0, ::getpriority(PRIO_PROCESS, 0));
-      if (errno == 0 && own < *loop_nice) ::setpriority(PRIO_PROCESS, ::gettid(), *loop_nice);
+      if (errno == 0 && own < *loop.nice) ::setpriority(PRIO_PROCESS, ::gettid(), *loop.nice);
+    }
+    if (loop.batch) {
+      const sched_param none{};
+      (void)::sched_setscheduler(0, SCHED_BATCH, &none);  // refused only under a real-time policy: keep it
     }
     try {
       device = gloo::transport::tcp::CreateDevice(attr);

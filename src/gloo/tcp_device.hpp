@@ -16,18 +16,24 @@ namespace idist::gloo_backend {
 /// IDIST_GLOO_LOOP_NICE is unset: the lowest CFS weight, so that the loop's polling yields the core to
 /// the thread it serves.
 inline constexpr int kDefaultLoopNice = 19;
-/// Its nice value across nodes when the rank may run on one CPU only (pinned, as idist::spawn and
-/// mpirun's default binding pin), so that the loop shares the training thread's core: low enough that
-/// its polling leaves that core to the training thread between messages, high enough that it keeps up
-/// with the wire while backward computes (docs/performance.md weighs 5, 10 and 19).
-inline constexpr int kPinnedCrossNodeLoopNice = 10;
+/// How Gloo's transport (event-loop) thread is scheduled.
+struct LoopScheduling {
+  std::optional<int> nice;  ///< its nice value, never below the creator's; nullopt: the creator's
+  /// SCHED_BATCH: woken by the network, the loop does not preempt the thread running on its core; it
+  /// runs when that thread blocks or at the next scheduler tick.
+  bool batch = false;
 
-/// Reads IDIST_GLOO_LOOP_NICE for a world on `nnodes` nodes whose rank may run on `cpus` CPUs: "1".."19"
-/// gives that nice value; "off" or "0" gives nullopt (the loop thread keeps the creating thread's
-/// priority); unset or empty gives kDefaultLoopNice on one node, kPinnedCrossNodeLoopNice across nodes
-/// on one CPU, and nullopt across nodes otherwise (the loop then has another core to poll on).
-/// @throws ValueError naming the accepted forms for anything else.
-std::optional<int> loop_nice_from_env(int nnodes, int cpus);
+  bool operator==(const LoopScheduling&) const = default;
+};
+
+/// Reads IDIST_GLOO_LOOP_NICE and IDIST_GLOO_LOOP_BATCH for a world on `nnodes` nodes whose rank may
+/// run on `cpus` CPUs.
+/// - IDIST_GLOO_LOOP_NICE: "1".."19" gives that nice value; "off" or "0" leaves the creator's priority;
+///   unset or empty gives kDefaultLoopNice on one node and the creator's priority across nodes.
+/// - IDIST_GLOO_LOOP_BATCH: "1" or "0"; unset or empty gives SCHED_BATCH across nodes on one CPU only
+///   (a pinned rank, whose loop shares the training thread's core), SCHED_OTHER otherwise.
+/// @throws ValueError naming the variable and the accepted forms for anything else.
+LoopScheduling loop_scheduling_from_env(int nnodes, int cpus);
 
 /// The CPUs the calling thread may run on (its affinity mask), at least 1.
 int allowed_cpus();
@@ -35,10 +41,10 @@ int allowed_cpus();
 /// Creates gloo's TCP device that every context of this process uses, listening on `where.address`
 /// (chosen by rendezvous::select_interface: GLOO_SOCKET_IFNAME, else the address routing to the master,
 /// else the loopback for a one-node world).
-/// The device's event-loop thread runs at the nice value `loop_nice` (never below the caller's own;
-/// nullopt: the caller's), with the caller's CPU affinity.
+/// The device's event-loop thread is scheduled as `loop` says, with the caller's CPU affinity; the
+/// caller's own priority and policy are untouched.
 /// @throws BackendError naming the interface and address when the device cannot be created.
 std::shared_ptr<gloo::transport::Device> make_tcp_device(const rendezvous::InterfaceChoice& where,
-                                                         std::optional<int> loop_nice);
+                                                         const LoopScheduling& loop);
 
 }  // namespace idist::gloo_backend

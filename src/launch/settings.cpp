@@ -97,6 +97,8 @@ std::optional<int> gloo_loop_nice() {
                   *v));
 }
 
+std::optional<bool> gloo_loop_batch() { return zero_or_one("IDIST_GLOO_LOOP_BATCH", "0 or 1"); }
+
 PeerWatchSetting gloo_peer_watch() {
   const auto v = read_nonempty("IDIST_GLOO_PEER_WATCH");
   if (!v || *v == "1" || *v == "on") return {};

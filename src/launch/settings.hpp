@@ -30,6 +30,8 @@ bool gloo_allreduce_bcube();
 /// IDIST_GLOO_LOOP_NICE: 1 to 19 gives that nice value; "off" or "0" gives 0 (the creating thread's
 /// priority); unset gives nullopt (the caller's default, which depends on the number of nodes).
 std::optional<int> gloo_loop_nice();
+/// IDIST_GLOO_LOOP_BATCH: 0 or 1 (whether Gloo's transport thread runs under SCHED_BATCH).
+std::optional<bool> gloo_loop_batch();
 
 /// IDIST_GLOO_PEER_WATCH's "DELAY_MS,PROBE_MS,ROUNDS" (probe time and rounds positive).
 struct PeerWatchTimes {
