@@ -79,7 +79,8 @@ TEST(GlooTcpDevice, OnOneNodeTheLoopThreadRunsAtNice19AndTheCallerKeepsItsPriori
   ScopedEnv env;
   env.unset("IDIST_GLOO_LOOP_NICE");
   const int own = nice_of(::gettid());
-  EXPECT_EQ(loop_thread_nice(loop_scheduling_from_env(1, 2)), std::max(own, 19)) << "never below the caller's own priority";
+  EXPECT_EQ(loop_thread_nice(loop_scheduling_from_env(1, 2)), std::max(own, 19))
+      << "never below the caller's own priority";
   EXPECT_EQ(nice_of(::gettid()), own) << "the calling thread's priority is untouched";
 }
 
@@ -98,7 +99,8 @@ TEST(GlooTcpDevice, LoopNiceFollowsTheVariable) {
   {
     ScopedEnv env;
     env.unset("IDIST_GLOO_LOOP_NICE");
-    EXPECT_EQ(loop_thread_nice(loop_scheduling_from_env(2, 2)), own) << "across nodes the loop keeps the caller's priority";
+    EXPECT_EQ(loop_thread_nice(loop_scheduling_from_env(2, 2)), own)
+        << "across nodes the loop keeps the caller's priority";
     EXPECT_EQ(loop_thread_nice(loop_scheduling_from_env(2, 1)), own)
         << "across nodes on one CPU the loop keeps the caller's priority too (and runs under SCHED_BATCH)";
   }
