@@ -25,7 +25,7 @@ LoopScheduling loop_scheduling_from_env(int nnodes, int cpus) {
   } else if (*nice != 0) {  // 0: "off"
     loop.nice = nice;
   }
-  loop.batch = launch::gloo_loop_batch().value_or(nnodes > 1 && cpus == 1);
+  loop.batch = launch::gloo_loop_batch().value_or(cpus == 1);
   return loop;
 }
 

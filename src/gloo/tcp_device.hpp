@@ -30,8 +30,8 @@ struct LoopScheduling {
 /// run on `cpus` CPUs.
 /// - IDIST_GLOO_LOOP_NICE: "1".."19" gives that nice value; "off" or "0" leaves the creator's priority;
 ///   unset or empty gives kDefaultLoopNice on one node and the creator's priority across nodes.
-/// - IDIST_GLOO_LOOP_BATCH: "1" or "0"; unset or empty gives SCHED_BATCH across nodes on one CPU only
-///   (a pinned rank, whose loop shares the training thread's core), SCHED_OTHER otherwise.
+/// - IDIST_GLOO_LOOP_BATCH: "1" or "0"; unset or empty gives SCHED_BATCH when the rank may run on one
+///   CPU only (pinned: the loop shares the training thread's core), SCHED_OTHER otherwise.
 /// @throws ValueError naming the variable and the accepted forms for anything else.
 LoopScheduling loop_scheduling_from_env(int nnodes, int cpus);
 

@@ -1,6 +1,6 @@
 // Gloo's TCP device as idist creates it (an internal: the test sees src/): its event-loop thread runs
 // at the nice value IDIST_GLOO_LOOP_NICE asks for (by default 19 on one node, else the caller's) and
-// under SCHED_BATCH as IDIST_GLOO_LOOP_BATCH asks (by default across nodes for a rank on one CPU), with
+// under SCHED_BATCH as IDIST_GLOO_LOOP_BATCH asks (by default for a rank on one CPU), with
 // the caller's CPU affinity, while the calling thread keeps its own priority and policy; anything else
 // is refused by name.
 #include <gtest/gtest.h>
@@ -106,7 +106,7 @@ TEST(GlooTcpDevice, LoopNiceFollowsTheVariable) {
   }
 }
 
-TEST(GlooTcpDevice, LoopPolicyIsBatchAcrossNodesOnOneCpuAndTheCallerKeepsItsOwn) {
+TEST(GlooTcpDevice, LoopPolicyIsBatchOnOneCpuAndTheCallerKeepsItsOwn) {
   const int own_policy = ::sched_getscheduler(0);
   ASSERT_EQ(own_policy, SCHED_OTHER) << "the test runs under the default policy";
   {
@@ -114,7 +114,10 @@ TEST(GlooTcpDevice, LoopPolicyIsBatchAcrossNodesOnOneCpuAndTheCallerKeepsItsOwn)
     env.unset("IDIST_GLOO_LOOP_BATCH").unset("IDIST_GLOO_LOOP_NICE");
     EXPECT_EQ(loop_thread(loop_scheduling_from_env(2, 1)).policy, SCHED_BATCH) << "a pinned rank across nodes";
     EXPECT_EQ(loop_thread(loop_scheduling_from_env(2, 2)).policy, SCHED_OTHER) << "a rank with two CPUs";
-    EXPECT_EQ(loop_thread(loop_scheduling_from_env(1, 1)).policy, SCHED_OTHER) << "one node";
+    const Scheduled one_node = loop_thread(loop_scheduling_from_env(1, 1));
+    EXPECT_EQ(one_node.policy, SCHED_BATCH) << "a pinned rank on one node";
+    EXPECT_EQ(one_node.nice, std::max(nice_of(::gettid()), 19)) << "with the one-node nice value";
+    EXPECT_EQ(loop_thread(loop_scheduling_from_env(1, 2)).policy, SCHED_OTHER) << "one node, two CPUs";
   }
   {
     ScopedEnv env;
@@ -136,9 +139,8 @@ TEST(GlooTcpDevice, LoopVariablesAreParsedOrRefusedByName) {
   {
     ScopedEnv env;
     env.set("IDIST_GLOO_LOOP_NICE", "").set("IDIST_GLOO_LOOP_BATCH", "");
-    const LoopScheduling one_node{idist::gloo_backend::kDefaultLoopNice, false};
-    EXPECT_EQ(loop_scheduling_from_env(1, 2), one_node);
-    EXPECT_EQ(loop_scheduling_from_env(1, 1), one_node);
+    EXPECT_EQ(loop_scheduling_from_env(1, 2), (LoopScheduling{idist::gloo_backend::kDefaultLoopNice, false}));
+    EXPECT_EQ(loop_scheduling_from_env(1, 1), (LoopScheduling{idist::gloo_backend::kDefaultLoopNice, true}));
     EXPECT_EQ(loop_scheduling_from_env(3, 2), unchanged);
     EXPECT_EQ(loop_scheduling_from_env(3, 1), (LoopScheduling{std::nullopt, true}));
   }
@@ -152,6 +154,7 @@ TEST(GlooTcpDevice, LoopVariablesAreParsedOrRefusedByName) {
     ScopedEnv env;
     env.set("IDIST_GLOO_LOOP_NICE", "7").unset("IDIST_GLOO_LOOP_BATCH");
     EXPECT_EQ(loop_scheduling_from_env(1, 2), (LoopScheduling{7, false}));
+    EXPECT_EQ(loop_scheduling_from_env(1, 1), (LoopScheduling{7, true}));
     EXPECT_EQ(loop_scheduling_from_env(2, 1), (LoopScheduling{7, true}));
   }
   for (const char* bad : {"20", "-5", "high", "1.5", " 3"}) {
