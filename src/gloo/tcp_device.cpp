@@ -57,7 +57,7 @@ std::shared_ptr<gloo::transport::Device> make_tcp_device(const rendezvous::Inter
     }
     if (loop.batch) {
       const sched_param none{};
-      (void)::sched_setscheduler(0, SCHED_BATCH, &none);  // refused only under a real-time policy: keep it
+      (void)::sched_setscheduler(0, SCHED_BATCH, &none);  // if refused, the creator's policy stays
     }
     try {
       device = gloo::transport::tcp::CreateDevice(attr);
