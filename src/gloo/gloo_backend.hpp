@@ -2,6 +2,7 @@
 // GlooBackend: the "gloo" backend, Gloo's collective algorithms over its TCP transport.
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -13,6 +14,7 @@
 #include "gloo/op_lane.hpp"
 #include "gloo/pair_socket.hpp"
 #include "gloo/peer_watch.hpp"
+#include "gloo/posted_exchange.hpp"
 #include "gloo/reduce_scatter_cache.hpp"
 #include "gloo/retained_options.hpp"
 #include "gloo/sigpipe_guard.hpp"
@@ -55,6 +57,8 @@ class GlooGroup final : public ProcessGroup {
   std::vector<std::optional<PairSocket>> sockets;
   /// What the peer watch sees of this group's communicator (its other hosts, the running operation).
   mutable PeerWatch::Subject watched;
+  /// Posted operations issued so far: part of each one's slot (gloo_posted.cpp).
+  mutable std::atomic<std::uint32_t> posted_operations{0};
   /// monitored_barrier calls so far: names each one's store keys.
   mutable std::atomic<std::uint64_t> monitored_barriers{0};
 };
@@ -70,8 +74,8 @@ class GlooGroup final : public ProcessGroup {
 ///   timeout by a one-second TCP probe of the other hosts. A peer host that stops answering on the
 ///   network while an operation waits (a partition, a crashed host) ends the operation within about
 ///   two seconds (PeerWatch, IDIST_GLOO_PEER_WATCH), instead of at the timeout.
-/// - Collectives: gloo::allreduce (ring; IDIST_GLOO_ALLREDUCE=bcube selects bcube), gloo::allgather,
-///   gloo::allgatherv, gloo::broadcast and gloo::barrier, each bounded by InitOptions::timeout.
+/// - Collectives: gloo::allreduce (ring; IDIST_GLOO_ALLREDUCE=bcube selects bcube), gloo::broadcast,
+///   gloo::barrier and the others below, each bounded by InitOptions::timeout.
 /// - Groups: a group's first use connects its own gloo context, rendezvoused under the store prefix
 ///   "idist/gloo/group/<ranks>"; ranks outside the group take no part.
 /// - While the backend is initialized SIGPIPE is ignored (when it was at its default), so that a
@@ -108,11 +112,12 @@ class GlooBackend final : public core::Backend {
   // runs the gloo algorithm on the calling thread when the group's lane is idle
   // (OpLane::run_if_idle), else queues it behind the lane's operations and waits.
   /// AllReduce: gloo::allreduce (ring, or bcube with IDIST_GLOO_ALLREDUCE=bcube); Reduce:
-  /// gloo::reduce; ReduceScatter and ReduceScatterV: gloo::ReduceScatterHalvingDoubling (with the
-  /// blocks' lengths) on groups whose size is a power of two, else gloo::allreduce (ring) keeping this
-  /// rank's block (see gloo_reduce.cpp).
+  /// gloo::reduce; ReduceScatter and ReduceScatterV: gloo::ReduceScatterHalvingDoubling with equal
+  /// blocks on groups whose size is a power of two, else each block sent straight to its owner,
+  /// posted at issue (see gloo_posted.cpp).
   Work do_reduce(const Reduction& r, Completion how) override;
-  /// AllGather: gloo::allgather; AllGatherV: gloo::allgatherv; Gather: gloo::gather.
+  /// AllGather and AllGatherV: each block sent straight to every other member, posted at issue (see
+  /// gloo_posted.cpp); Gather: gloo::gather.
   Work do_gather(const Gathering& g, Completion how) override;
   /// Broadcast: gloo::broadcast; Scatter: gloo::scatter; AllToAll: gloo::alltoall; AllToAllV:
   /// gloo::alltoallv.
@@ -145,10 +150,16 @@ class GlooBackend final : public core::Backend {
   Work all_reduce(const Reduction& r, Completion how);
   Work reduce_to_root(const Reduction& r, Completion how);
   Work reduce_scatter(const Reduction& r, std::vector<int> blocks, Completion how);
-  Work reduce_scatter_by_allreduce(const Reduction& r, const std::vector<int>& blocks, Completion how);
-  // The gatherings (gloo_gather.cpp).
-  Work all_gather(const Gathering& g, Completion how);
-  Work all_gather_v(const Gathering& g, Completion how);
+  // The posted collectives (gloo_posted.cpp): `post` posts the receives and sends of one operation
+  // on the caller's thread; the wait for them, then `done`, run inline (Blocking) or on the
+  // point-to-point lane (Async).
+  using PostFn = std::function<void(gloo::Context&, PostedExchange&)>;
+  using DoneFn = std::function<void(PostedExchange&)>;
+  Work posted(const GlooGroup& group, OpType op, Completion how, const PostFn& post, DoneFn done);
+  Work posted_reduce_scatter(const Reduction& r, const std::vector<int>& blocks, Completion how);
+  /// `lengths`: the elements of each group rank's block.
+  Work posted_all_gather(const Gathering& g, std::vector<std::size_t> lengths, Completion how);
+  // The rooted gathering (gloo_gather.cpp).
   Work gather_to_root(const Gathering& g, Completion how);
   // The distributions (gloo_distribute.cpp).
   Work broadcast(const Distribution& d, Completion how);

@@ -1,6 +1,6 @@
 // GlooBackend's reductions: all_reduce (gloo::allreduce, ring or bcube), the rooted reduce
-// (gloo::reduce), reduce_scatter and reduce_scatter_v (ReduceScatterHalvingDoubling on groups whose
-// size is a power of two, else gloo::allreduce keeping this rank's block).
+// (gloo::reduce), reduce_scatter and reduce_scatter_v (ReduceScatterHalvingDoubling with equal blocks
+// on groups whose size is a power of two, else the posted reduce-scatter of gloo_posted.cpp).
 #include <gloo/allreduce.h>
 #include <gloo/reduce.h>
 #include <gloo/reduce_scatter.h>
@@ -116,14 +116,16 @@ Work GlooBackend::reduce_scatter(const Reduction& r, std::vector<int> blocks, Co
   const ConstBuffer in = r.in;
   const Buffer out = r.out;
   if (in.count == 0) return Work{};
+  const auto& group = static_cast<const GlooGroup&>(r.group);
+  const int n = group.size();
+  // Gloo's ReduceScatterHalvingDoubling gave wrong sums on 3 ranks (a peer's block counted twice, in
+  // the exchange between binary blocks that only groups of other sizes than powers of two have), and
+  // waited forever for an empty block at 4; with unequal blocks it lasts as long as the longest one.
+  const bool equal = std::all_of(blocks.begin(), blocks.end(), [&](int b) { return b == blocks.front(); });
+  if (!equal || (n & (n - 1)) != 0) return posted_reduce_scatter(r, blocks, how);
   if (in.count > std::size_t(INT_MAX))
     throw BackendError(fmt::format("{} on rank {}: {} elements exceed the int counts of Gloo's reduce_scatter",
                                    to_string(r.op), rank(), in.count));
-  const auto& group = static_cast<const GlooGroup&>(r.group);
-  const int n = group.size();
-  // An empty block beyond two ranks left ReduceScatterHalvingDoubling waiting (4 ranks, blocks 3, 0, 7, 9).
-  const bool empty_block = n > 2 && std::find(blocks.begin(), blocks.end(), 0) != blocks.end();
-  if ((n & (n - 1)) != 0 || empty_block) return reduce_scatter_by_allreduce(r, blocks, how);
   return issue(
       r.group, r.op, how, [=, &group, blocks = std::move(blocks), retained = retained_.get()](gloo::Context& ctx) {
         const std::size_t esize = dtype_size(in.dtype);
@@ -150,41 +152,6 @@ Work GlooBackend::reduce_scatter(const Reduction& r, std::vector<int> blocks, Co
         current_reduce = saved;
         std::memcpy(out.data, plan->work.data(), out.bytes());
       });
-}
-
-// Gloo's ReduceScatterHalvingDoubling gave wrong sums on 3 ranks (a peer's block counted twice, in
-// the exchange between binary blocks that only groups of other sizes than powers of two have), and
-// waited forever for an empty block at 4: there the group runs gloo::allreduce (ring) on a copy and
-// keeps its block, twice the traffic but exact.
-Work GlooBackend::reduce_scatter_by_allreduce(const Reduction& r, const std::vector<int>& blocks, Completion how) {
-  const backend_kit::ReduceFn fn = backend_kit::reduce_function(r.in.dtype, r.reduce_op);
-  const ConstBuffer in = r.in;
-  const Buffer out = r.out;
-  const std::size_t offset =
-      dtype_size(in.dtype) * std::size_t(std::accumulate(blocks.begin(), blocks.begin() + r.group.rank(), 0L));
-  const std::uint32_t tag = call_tag(in.dtype, in.count, int(r.reduce_op), -1);
-  const auto timeout = this->timeout();
-  return issue(r.group, r.op, how, [=, retained = retained_.get()](gloo::Context& ctx) {
-    auto work = std::make_shared<std::vector<std::byte>>(in.bytes());
-    std::memcpy(work->data(), in.data, in.bytes());
-    try {
-      retained->run<gloo::AllreduceOptions>(borrow(ctx), [&](gloo::AllreduceOptions& o) {
-        with_element_type(dtype_size(in.dtype), [&](auto t) {
-          using T = decltype(t);
-          o.setOutput<T>(reinterpret_cast<T*>(work->data()), in.count);
-        });
-        o.setReduceFunction(fn);
-        o.setTag(tag);
-        o.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
-        o.setTimeout(timeout);
-        gloo::allreduce(o);
-      });
-    } catch (...) {
-      retained->keep(work);
-      throw;
-    }
-    std::memcpy(out.data, work->data() + offset, out.bytes());
-  });
 }
 
 }  // namespace idist::gloo_backend

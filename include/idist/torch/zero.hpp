@@ -142,8 +142,8 @@ class ZeroRedundancyOptimizer : public torch::optim::Optimizer {
   /// After the backward, the gradients of the parameters other ranks own hold this rank's own
   /// gradients (not averaged): anything that reads every gradient (gradient clipping by the global
   /// norm) must run before the hook replaces the all-reduce, or not at all. Each bucket goes through
-  /// one reduce_scatter_v (mpi: one MPI_Ireduce per rank; gloo: ReduceScatterHalvingDoubling on
-  /// groups whose size is a power of two, else an all-reduce; nccl: grouped ncclReduce). Not
+  /// one reduce_scatter_v (mpi: one MPI_Ireduce per rank; gloo: each block sent to its owner,
+  /// posted when the bucket is issued; nccl: grouped ncclReduce). Not
   /// supported with idist::join (the shadow backwards all-reduce).
   /// @return the hook; it keeps what it needs, so it may outlive the optimizer.
   /// @throws ValueError when the optimizer's group does not hold every rank of the world (auto_model
