@@ -38,7 +38,7 @@ struct BucketPlan {
 class ReduceScatterHook {
  public:
   ReduceScatterHook(std::shared_ptr<const OwnerMap> owners, const Group& group)
-      : comm_(group), rank_(comm_.rank()), size_(comm_.size()), owners_(std::move(owners)) {}
+      : comm_(group), owners_(std::move(owners)) {}
 
   Work operator()(GradBucket& bucket) {
     BucketPlan& plan = plan_for(bucket, comm::device());
@@ -46,7 +46,7 @@ class ReduceScatterHook {
     const at::Tensor& grads = bucket.buffer();
     for (const Move& mv : plan.to_staged)
       plan.staged.narrow(0, mv.to, mv.count).copy_(grads.narrow(0, mv.from, mv.count));
-    plan.staged.div_(size_);
+    plan.staged.div_(comm_.size());
     Work w = comm_.reduce_scatter_v(plan.staged, plan.mine, plan.owners.counts);
     w.then([grads, mine = plan.mine, moves = plan.to_bucket, staged = plan.staged] {
       at::NoGradGuard guard;
@@ -66,14 +66,14 @@ class ReduceScatterHook {
 
   BucketPlan make_plan(const GradBucket& bucket, c10::Device dev) const {
     BucketPlan plan;
-    plan.owners = bucket_owners(bucket, *owners_, size_, "ZeroRedundancyOptimizer::reduce_scatter_hook");
+    plan.owners = bucket_owners(bucket, *owners_, comm_.size(), "ZeroRedundancyOptimizer::reduce_scatter_hook");
     const auto& params = bucket.parameters();
     const auto& offsets = bucket.offsets();
     std::int64_t mine_at = 0;
     const std::int64_t staged = plan.owners.for_each_by_owner(bucket, [&](std::size_t i, int r, std::int64_t at) {
       const std::int64_t n = params[i].numel();
       plan.to_staged.push_back({offsets[i], at, n});
-      if (r != rank_) return;
+      if (r != comm_.rank()) return;
       plan.to_bucket.push_back({mine_at, offsets[i], n});
       mine_at += n;
     });
@@ -84,8 +84,6 @@ class ReduceScatterHook {
   }
 
   ShardComm comm_;
-  int rank_;
-  int size_;
   std::shared_ptr<const OwnerMap> owners_;
   std::unordered_map<std::size_t, BucketPlan> plans_;
 };
