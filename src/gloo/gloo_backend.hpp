@@ -150,9 +150,9 @@ class GlooBackend final : public core::Backend {
   Work all_reduce(const Reduction& r, Completion how);
   Work reduce_to_root(const Reduction& r, Completion how);
   Work reduce_scatter(const Reduction& r, std::vector<int> blocks, Completion how);
-  // The posted collectives (gloo_posted.cpp): `post` posts the receives and sends of one operation
-  // on the caller's thread; the wait for them, then `done`, run inline (Blocking) or on the
-  // point-to-point lane (Async).
+  // Posted operations (gloo_posted.cpp; send / recv and the posted collectives): `post` posts the
+  // receives and sends of one operation on the caller's thread; the wait for them, then `done` (may
+  // be empty), run inline (Blocking) or on the point-to-point lane (Async).
   using PostFn = std::function<void(gloo::Context&, PostedExchange&)>;
   using DoneFn = std::function<void(PostedExchange&)>;
   Work posted(const GlooGroup& group, OpType op, Completion how, const PostFn& post, DoneFn done);

@@ -2,8 +2,6 @@
 #include <gloo/transport/unbound_buffer.h>
 #include <gloo/types.h>
 
-#include <memory>
-
 #include "backend_kit/op_family.hpp"
 #include "gloo/issue.hpp"
 
@@ -27,41 +25,22 @@ Work GlooBackend::do_point_to_point(const PointToPoint& p, Completion how) {
 }
 
 Work GlooBackend::transfer(const PointToPoint& p, bool sending, Completion how) {
-  const auto& world = static_cast<const GlooGroup&>(p.group);
   const std::uint64_t slot = gloo::Slot::build(kPointToPointSlotPrefix, std::uint32_t(p.tag));
   const int peer = p.peer;
-  const auto timeout = this->timeout();
-  const int rank = this->rank();
-  const rendezvous::PeerTable& peers = peers_;
-  std::shared_ptr<gloo::transport::UnboundBuffer> buffer;
-  run_guarded(world, p.op, rank, peers, [&](gloo::Context& ctx) {
-    buffer = ctx.createUnboundBuffer(p.data.data, p.data.bytes());
-    if (sending)
-      buffer->send(peer, slot);
-    else
-      buffer->recv(peer, slot);
-  });
-  RetainedOptions* retained = retained_.get();
-  auto wait = [&world, buffer, sending, timeout, rank, &peers, op = p.op, retained] {
-    try {
-      run_guarded(world, op, rank, peers, [&](gloo::Context&) {
-        if (sending)
-          buffer->waitSend(timeout);
-        else
-          buffer->waitRecv(timeout);
-      });
-    } catch (...) {
-      retained->keep(buffer);  // the transport thread may still signal it
-      throw;
+  const Buffer data = p.data;
+  // Posted at once: only the wait is queued, so crossing isend / irecv pairs never wait on each other.
+  auto post = [&](gloo::Context& ctx, PostedExchange& x) {
+    if (sending) {
+      x.send = ctx.createUnboundBuffer(data.data, data.bytes());
+      x.send->send(peer, slot);
+      x.sends = 1;
+    } else {
+      x.recv = ctx.createUnboundBuffer(data.data, data.bytes());
+      x.recv->recv(peer, slot);
+      x.receives = 1;
     }
   };
-  if (how == Completion::Blocking) {
-    wait();
-    return Work{};
-  }
-  // Posted already: only the wait is queued, so crossing isend / irecv pairs never wait on each other.
-  auto impl = p2p_lane_->submit(std::move(wait), std::chrono::steady_clock::now() + timeout);
-  return Work(std::move(impl), p.op, rank, timeout + kFailureReportGrace);
+  return posted(static_cast<const GlooGroup&>(p.group), p.op, how, post, nullptr);
 }
 
 }  // namespace idist::gloo_backend

@@ -15,12 +15,11 @@
 //   the transfers of several operations in flight share both directions of each link.
 // The bytes each rank sends are those of a ring: its peers' blocks (reduce-scatter) or its own block
 // to each peer (all-gather).
-#include <algorithm>
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
-#include <functional>
 #include <memory>
-#include <numeric>
 #include <vector>
 
 #include "backend_kit/host_reduce.hpp"
@@ -31,15 +30,22 @@
 namespace idist::gloo_backend {
 
 namespace {
-constexpr std::uint64_t kPostedSlotPrefix = 0x51;
-}  // namespace
 
-std::uint64_t posted_slot(OpType op, std::uint32_t call, std::span<const std::size_t> blocks, std::uint32_t seq) {
+constexpr std::uint64_t kPostedSlotPrefix = 0x51;
+
+// The slot of one posted collective: a prefix of its own (Gloo's collectives use 0x01-0x08, idist's
+// send / recv 0x50), 32 bits hashed from what the ranks must agree on (the operation, `call`'s tag
+// and every block's length: ranks that disagree never match and time out, instead of Gloo aborting
+// on a longer message than was posted) and the low 24 bits of `seq`, the group's count of posted
+// collectives, which keep the operations in flight apart.
+std::uint64_t posted_slot(OpType op, std::uint32_t call, const std::vector<std::size_t>& blocks, std::uint32_t seq) {
   std::uint64_t h = (std::uint64_t(call) << 8) ^ std::uint64_t(op);
   for (const std::size_t b : blocks) h = (h ^ b) * 0x100000001B3ull;
   const std::uint32_t agreed = std::uint32_t(h >> 32) ^ std::uint32_t(h);
   return (kPostedSlotPrefix << 56) | (std::uint64_t(agreed) << 24) | (seq & 0xFFFFFFu);
 }
+
+}  // namespace
 
 void PostedExchange::wait(std::chrono::steady_clock::time_point deadline) const {
   for (int i = 0; i < receives; ++i) recv->waitRecv(deadline);
@@ -84,7 +90,6 @@ Work GlooBackend::posted_reduce_scatter(const Reduction& r, const std::vector<in
   const Buffer out = r.out;
   const DType dtype = in.dtype;
   const ReduceOp reduce_op = r.reduce_op;
-  (void)backend_kit::reduce_function(dtype, reduce_op);  // refuses And / Or on floats before anything is posted
   const std::size_t esize = dtype_size(dtype);
   const std::vector<std::size_t> lengths(blocks.begin(), blocks.end());
   std::vector<std::size_t> at(std::size_t(n) + 1, 0);  // byte offset of each rank's block in `in`

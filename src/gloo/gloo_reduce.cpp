@@ -10,7 +10,6 @@
 #include <cstddef>
 #include <cstring>
 #include <memory>
-#include <numeric>
 #include <vector>
 
 #include <fmt/format.h>
