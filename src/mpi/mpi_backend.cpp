@@ -158,22 +158,24 @@ void MPIBackend::do_monitored_barrier(const ProcessGroup& group, std::chrono::mi
 // ---------------------------------------------------------------------------------------------
 // operations
 
-Work MPIBackend::complete(Work work, Completion how) {
+Work MPIBackend::finish(std::shared_ptr<MpiWork> polled, OpType op, Completion how) {
+  Work work(std::move(polled), op, rank(), timeout());
   if (how == Completion::Async) return work;
   work.wait();
   return Work{};
 }
 
-Work MPIBackend::make_work(MPI_Request request, const char* mpi_fn, OpType op) {
-  if (progress_) [[unlikely]]
+Work MPIBackend::make_work(MPI_Request request, const char* mpi_fn, OpType op, Completion how) {
+  if (progress_ && how == Completion::Async) [[unlikely]]
     return Work(progress_->track({request}, {}, mpi_fn), op, rank(), timeout());
-  return Work(std::make_shared<MpiWork>(request, mpi_fn, rank(), health_), op, rank(), timeout());
+  return finish(std::make_shared<MpiWork>(request, mpi_fn, rank(), health_), op, how);
 }
 
-Work MPIBackend::make_work(std::vector<MPI_Request> requests, std::vector<int> ints, const char* mpi_fn, OpType op) {
-  if (progress_) return Work(progress_->track(std::move(requests), std::move(ints), mpi_fn), op, rank(), timeout());
-  return Work(std::make_shared<MpiWork>(std::move(requests), std::move(ints), mpi_fn, rank(), health_), op, rank(),
-              timeout());
+Work MPIBackend::make_work(std::vector<MPI_Request> requests, std::vector<int> ints, const char* mpi_fn, OpType op,
+                           Completion how) {
+  if (progress_ && how == Completion::Async)
+    return Work(progress_->track(std::move(requests), std::move(ints), mpi_fn), op, rank(), timeout());
+  return finish(std::make_shared<MpiWork>(std::move(requests), std::move(ints), mpi_fn, rank(), health_), op, how);
 }
 
 std::size_t MPIBackend::elements_per_call(std::size_t chunk_bytes, DType dtype) const {
@@ -191,7 +193,7 @@ Work MPIBackend::run_op(OpType op, const ProcessGroup& group, Completion how, co
     rc = post(&request);
   }
   check(rc, post_fn);
-  return complete(make_work(std::vector<MPI_Request>{request}, std::move(ints), post_fn, op), how);
+  return make_work(std::vector<MPI_Request>{request}, std::move(ints), post_fn, op, how);
 }
 
 void MPIBackend::check_int_counts(OpType op, std::initializer_list<std::size_t> counts) const {
@@ -213,7 +215,7 @@ Work MPIBackend::do_barrier(const ProcessGroup& group, Completion how) {
     rc = MPI_Ibarrier(comm, &request);
   }
   check(rc, "MPI_Ibarrier");
-  return complete(make_work(request, "MPI_Ibarrier", OpType::Barrier), how);
+  return make_work(request, "MPI_Ibarrier", OpType::Barrier, how);
 }
 
 }  // namespace idist::mpi_backend

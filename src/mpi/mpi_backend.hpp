@@ -25,6 +25,20 @@
 
 namespace idist::mpi_backend {
 
+class MpiWork;
+
+/// Across nodes, all-gathers whose largest block has at least this many bytes go as a direct exchange
+/// of the blocks (point-to-point messages) instead of MPI's all-gather, whose pairwise step
+/// serialises the two directions of a link when the ranks arrive apart (docs/performance.md).
+inline constexpr std::size_t kExchangeMinBlockBytes = std::size_t(256) << 10;
+/// The tag of that exchange's messages on a group's communicator (mpi_monitored_barrier's start at
+/// 1000; user messages go on another communicator).
+inline constexpr int kExchangeTag = 1;
+/// Across nodes, blocking all-reduces of at least this many bytes wait on MPI_Iallreduce instead of
+/// calling MPI_Allreduce: between two hosts Open MPI's blocking call keeps the link busy only about two
+/// thirds of the time its non-blocking one does (docs/performance.md).
+inline constexpr std::size_t kPostedAllReduceMinBytes = std::size_t(512) << 10;
+
 /// The largest element count idist passes to one MPI call: INT_MAX (the limit of MPI-3's int
 /// counts), or less when the environment variable IDIST_MPI_MAX_COUNT says so. That variable is a
 /// testing knob: it makes the chunked paths for huge buffers run on small ones.
@@ -161,11 +175,14 @@ class MPIBackend final : public core::Backend {
   // The operations, their arguments checked by ComputationModel's front door. Completion::Blocking
   // calls MPI's blocking function under the watchdog when blocking collectives are on (and the buffer
   // fits MPI's int counts and a watchdog slot is free), else it waits on the non-blocking call.
-  /// AllReduce: MPI_Iallreduce in place (MPI_Allreduce, chunked on one node, when blocking); Reduce:
-  /// MPI_Ireduce (MPI_Reduce); ReduceScatter: MPI_Ireduce_scatter_block (MPI_Reduce_scatter_block).
+  /// AllReduce: MPI_Iallreduce in place (MPI_Allreduce, chunked on one node, when blocking, except across
+  /// nodes from kPostedAllReduceMinBytes); Reduce:
+  /// MPI_Ireduce (MPI_Reduce); ReduceScatter: MPI_Ireduce_scatter_block (MPI_Reduce_scatter_block) on
+  /// one node, and like ReduceScatterV across nodes: one MPI_Ireduce per block (MPI_Reduce_scatter).
   Work do_reduce(const Reduction& r, Completion how) override;
   /// AllGather: MPI_Iallgather (MPI_Allgather); AllGatherV: MPI_Iallgatherv with displacements from
-  /// the counts; Gather: MPI_Igather (MPI_Gather).
+  /// the counts; both by all_gather_by_exchange() across nodes for blocks of kExchangeMinBlockBytes or
+  /// more, and for blocks beyond max_count; Gather: MPI_Igather (MPI_Gather).
   Work do_gather(const Gathering& g, Completion how) override;
   /// Broadcast: MPI_Ibcast from the root (MPI_Bcast); Scatter: MPI_Iscatter (MPI_Scatter); AllToAll:
   /// MPI_Ialltoall (MPI_Alltoall); AllToAllV: MPI_Ialltoallv (MPI_Alltoallv).
@@ -189,19 +206,21 @@ class MPIBackend final : public core::Backend {
   bool run_watched(OpType op, const ProcessGroup& group, const char* mpi_fn, Call call);
   // Posts `post(pointer, count, &request)` (a non-blocking MPI call returning its error code) on
   // `data` at once when data.count <= limit, else once per chunk of `limit` elements, and wraps the
-  // requests in one Work named `op`. For the operations that work element by element. (Defined in
-  // mpi_backend_calls.hpp.)
+  // requests in one Work named `op`, completed as `how` says (make_work). For the operations that
+  // work element by element. (Defined in mpi_backend_calls.hpp.)
   template <class Post>
-  Work post_in_chunks(const Buffer& data, std::size_t limit, const char* mpi_fn, OpType op, Post post);
+  Work post_in_chunks(const Buffer& data, std::size_t limit, const char* mpi_fn, OpType op, Completion how, Post post);
   // Elements per MPI call for chunks of `chunk_bytes` of `dtype` (0: whole), at most max_count_.
   std::size_t elements_per_call(std::size_t chunk_bytes, DType dtype) const;
-  // A blocking call done by waiting on the non-blocking one (the polled path): `work` when `how` is
-  // Async, else an empty Work once `work` completed.
-  static Work complete(Work work, Completion how);
-  // Wraps one request into a Work named `op`.
-  Work make_work(MPI_Request request, const char* mpi_fn, OpType op);
-  // Wraps several requests (and the ints MPI reads until they complete) into a Work named `op`.
-  Work make_work(std::vector<MPI_Request> requests, std::vector<int> ints, const char* mpi_fn, OpType op);
+  // Wraps posted requests into a Work named `op`. Async: the Work, driven by the progress thread when
+  // there is one. Blocking (the polled path): this thread polls them itself, sooner than the progress
+  // thread's next round, and an empty Work is returned once they completed.
+  Work make_work(MPI_Request request, const char* mpi_fn, OpType op, Completion how);
+  // The same for several requests and the ints MPI reads until they complete.
+  Work make_work(std::vector<MPI_Request> requests, std::vector<int> ints, const char* mpi_fn, OpType op,
+                 Completion how);
+  // `polled` as a Work (Async), or waited for (Blocking).
+  Work finish(std::shared_ptr<MpiWork> polled, OpType op, Completion how);
   // Posts-time failure: marks the model broken and throws BackendError naming `fn`.
   void check(int rc, const char* fn) { health_->check_rc(rc, fn, rank()); }
   [[noreturn]] void abort_broken() const;
@@ -217,19 +236,24 @@ class MPIBackend final : public core::Backend {
   // The reductions (mpi_reduce.cpp).
   Work all_reduce(const Reduction& r, MPI_Comm comm, Completion how);
   Work reduce_to_root(const Reduction& r, MPI_Comm comm, Completion how);
+  // reduce_scatter: MPI's block form on one node (the fastest over shared memory), else as below.
   Work reduce_scatter(const Reduction& r, MPI_Comm comm, Completion how);
-  // Blocking, with blocking collectives on: MPI_Reduce_scatter. Otherwise one MPI_Ireduce per rank
-  // with a block, rooted at that rank, all in flight at once: libnbc's MPI_Ireduce_scatter reduces
-  // everything to rank 0 and scatters from there, twice the traffic of the others on rank 0's link.
-  Work reduce_scatter_v(const Reduction& r, MPI_Comm comm, Completion how);
+  // Across nodes, reduce_scatter and reduce_scatter_v: counts[i] elements to rank i. Blocking, with blocking
+  // collectives on: MPI_Reduce_scatter. Otherwise one MPI_Ireduce per rank with a block, rooted at
+  // that rank, all in flight at once: libnbc's MPI_Ireduce_scatter and MPI_Ireduce_scatter_block
+  // reduce everything to rank 0 and scatter from there, twice the traffic of the others on rank 0's
+  // link, and Open MPI's blocking MPI_Reduce_scatter_block is as slow as they are across hosts.
+  Work reduce_scatter_blocks(const Reduction& r, std::span<const std::size_t> counts, MPI_Comm comm, Completion how);
   // The gatherings (mpi_gather.cpp). all_gather: MPI_Allgather under the watchdog, else the posted call.
   Work all_gather(const Gathering& g, MPI_Comm comm, Completion how);
-  // The non-blocking gathers.
-  Work post_all_gather(const Gathering& g, MPI_Comm comm);
-  Work all_gather_v(const Gathering& g, MPI_Comm comm);
-  // Gathers counts[i] elements from each rank as one MPI_Ibcast per rank (and per chunk): the path
-  // for displacements beyond MPI's int range.
-  Work all_gather_by_broadcasts(const Gathering& g, std::span<const std::size_t> counts, MPI_Comm comm);
+  // The non-blocking gathers (waited for when `how` is Blocking).
+  Work post_all_gather(const Gathering& g, MPI_Comm comm, Completion how);
+  Work all_gather_v(const Gathering& g, MPI_Comm comm, Completion how);
+  // Gathers counts[i] elements from each rank by point-to-point messages on the group's communicator,
+  // each block straight to every other rank (the bytes of a ring) in messages of at most max_count_
+  // elements: the path across nodes for blocks of kExchangeMinBlockBytes and more, and beyond MPI's
+  // int range.
+  Work all_gather_by_exchange(const Gathering& g, std::span<const std::size_t> counts, MPI_Comm comm, Completion how);
   Work gather_to_root(const Gathering& g, MPI_Comm comm, Completion how);
   // The distributions (mpi_distribute.cpp).
   Work broadcast(const Distribution& d, MPI_Comm comm, Completion how);

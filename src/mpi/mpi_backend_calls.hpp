@@ -20,7 +20,8 @@ inline std::byte* element_at(void* base, std::size_t elements, std::size_t esize
 }
 
 template <class Post>
-Work MPIBackend::post_in_chunks(const Buffer& data, std::size_t limit, const char* mpi_fn, OpType op, Post post) {
+Work MPIBackend::post_in_chunks(const Buffer& data, std::size_t limit, const char* mpi_fn, OpType op, Completion how,
+                                Post post) {
   if (data.count <= limit) [[likely]] {
     MPI_Request request;
     int rc;
@@ -29,7 +30,7 @@ Work MPIBackend::post_in_chunks(const Buffer& data, std::size_t limit, const cha
       rc = post(data.data, int(data.count), &request);
     }
     check(rc, mpi_fn);
-    return make_work(request, mpi_fn, op);
+    return make_work(request, mpi_fn, op, how);
   }
   // More elements than an int counts (or than the chunk size): consecutive chunks, independent
   // since these operations work element by element.
@@ -41,7 +42,7 @@ Work MPIBackend::post_in_chunks(const Buffer& data, std::size_t limit, const cha
     check(post(element_at(data.data, off, esize), int(std::min(limit, data.count - off)), &request), mpi_fn);
     requests.push_back(request);
   }
-  return make_work(std::move(requests), {}, mpi_fn, op);
+  return make_work(std::move(requests), {}, mpi_fn, op, how);
 }
 
 // Blocking calls: MPI's blocking functions under the watchdog (when switched on). Buffers beyond

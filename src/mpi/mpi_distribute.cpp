@@ -35,11 +35,9 @@ Work MPIBackend::broadcast(const Distribution& d, MPI_Comm comm, Completion how)
                     [&] { return MPI_Bcast(data.data, int(data.count), type, d.root, comm); }))
       return Work{};
   }
-  return complete(post_in_chunks(data, max_count_, "MPI_Ibcast", d.op,
-                                 [&](void* p, int n, MPI_Request* request) {
-                                   return MPI_Ibcast(p, n, type, d.root, comm, request);
-                                 }),
-                  how);
+  return post_in_chunks(data, max_count_, "MPI_Ibcast", d.op, how, [&](void* p, int n, MPI_Request* request) {
+    return MPI_Ibcast(p, n, type, d.root, comm, request);
+  });
 }
 
 Work MPIBackend::scatter_from_root(const Distribution& d, MPI_Comm comm, Completion how) {

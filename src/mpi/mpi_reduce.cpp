@@ -1,7 +1,9 @@
-// MPIBackend's reductions: all_reduce, the rooted reduce, reduce_scatter and reduce_scatter_v, each one
-// MPI call (blocking under the watchdog, or non-blocking and polled).
+// MPIBackend's reductions: all_reduce, the rooted reduce and reduce_scatter on one node (one MPI call
+// each, blocking under the watchdog, or non-blocking and polled), reduce_scatter across nodes and
+// reduce_scatter_v (one MPI_Ireduce per block).
 #include <algorithm>
 #include <cstddef>
+#include <span>
 #include <vector>
 
 #include "backend_kit/op_family.hpp"
@@ -18,7 +20,7 @@ Work MPIBackend::do_reduce(const Reduction& r, Completion how) {
     case OpType::Reduce: return reduce_to_root(r, comm, how);
     case OpType::ReduceScatter: return reduce_scatter(r, comm, how);
     case OpType::ReduceScatterV:
-      return reduce_scatter_v(r, comm, how);
+      return reduce_scatter_blocks(r, r.counts, comm, how);
     IDIST_OPTYPES_OUTSIDE_REDUCTION:
       break;
   }
@@ -29,7 +31,11 @@ Work MPIBackend::all_reduce(const Reduction& r, MPI_Comm comm, Completion how) {
   const Buffer& data = r.out;
   const MPI_Datatype type = types_.datatype(data.dtype);
   const MPI_Op mpi_op = types_.op(data.dtype, r.reduce_op);
-  if (how == Completion::Blocking && watchdog_ && (data.count <= max_count_ || blocking_chunk_)) {
+  // Across nodes a large buffer waits on MPI_Iallreduce (below), which keeps the link busier than
+  // Open MPI's blocking MPI_Allreduce does.
+  const bool large_across_nodes = nnodes() > 1 && data.bytes() >= kPostedAllReduceMinBytes;
+  if (how == Completion::Blocking && watchdog_ && (data.count <= max_count_ || blocking_chunk_) &&
+      !large_across_nodes) {
     // One watched call; on one node in chunks of blocking_chunk_ (MpiSettings::blocking_chunk_bytes).
     const std::size_t limit = elements_per_call(blocking_chunk_, data.dtype);
     const std::size_t esize = dtype_size(data.dtype);
@@ -48,11 +54,9 @@ Work MPIBackend::all_reduce(const Reduction& r, MPI_Comm comm, Completion how) {
   // fewer than 4 ranks libnbc reduces to rank 0 and then broadcasts, one link direction after the
   // other, and consecutive chunks let one chunk's broadcast share the wire with the next one's reduce.
   const std::size_t limit = elements_per_call(progress_chunk_, data.dtype);
-  return complete(post_in_chunks(data, limit, "MPI_Iallreduce", r.op,
-                                 [&](void* p, int n, MPI_Request* request) {
-                                   return MPI_Iallreduce(MPI_IN_PLACE, p, n, type, mpi_op, comm, request);
-                                 }),
-                  how);
+  return post_in_chunks(data, limit, "MPI_Iallreduce", r.op, how, [&](void* p, int n, MPI_Request* request) {
+    return MPI_Iallreduce(MPI_IN_PLACE, p, n, type, mpi_op, comm, request);
+  });
 }
 
 Work MPIBackend::reduce_to_root(const Reduction& r, MPI_Comm comm, Completion how) {
@@ -72,6 +76,10 @@ Work MPIBackend::reduce_to_root(const Reduction& r, MPI_Comm comm, Completion ho
 }
 
 Work MPIBackend::reduce_scatter(const Reduction& r, MPI_Comm comm, Completion how) {
+  if (nnodes() > 1) {
+    const std::vector<std::size_t> counts(std::size_t(r.group.size()), r.out.count);
+    return reduce_scatter_blocks(r, counts, comm, how);
+  }
   check_int_counts(r.op, {r.in.count});
   const MPI_Datatype type = types_.datatype(r.in.dtype);
   const MPI_Op op = types_.op(r.in.dtype, r.reduce_op);
@@ -82,13 +90,14 @@ Work MPIBackend::reduce_scatter(const Reduction& r, MPI_Comm comm, Completion ho
       [&](MPI_Request* q) { return MPI_Ireduce_scatter_block(r.in.data, r.out.data, n, type, op, comm, q); });
 }
 
-Work MPIBackend::reduce_scatter_v(const Reduction& r, MPI_Comm comm, Completion how) {
+Work MPIBackend::reduce_scatter_blocks(const Reduction& r, std::span<const std::size_t> blocks, MPI_Comm comm,
+                                       Completion how) {
   check_int_counts(r.op, {r.in.count});
   const MPI_Datatype type = types_.datatype(r.in.dtype);
   const MPI_Op op = types_.op(r.in.dtype, r.reduce_op);
-  const std::size_t n = r.counts.size();
+  const std::size_t n = blocks.size();
   std::vector<int> counts(n);
-  for (std::size_t i = 0; i < n; ++i) counts[i] = int(r.counts[i]);
+  for (std::size_t i = 0; i < n; ++i) counts[i] = int(blocks[i]);
   if (how == Completion::Blocking && blocking_collectives())
     return run_op(
         r.op, r.group, how, "MPI_Reduce_scatter",
@@ -113,9 +122,9 @@ Work MPIBackend::reduce_scatter_v(const Reduction& r, MPI_Comm comm, Completion 
       check(rc, "MPI_Ireduce");
       requests.push_back(request);
     }
-    offset += r.counts[root];
+    offset += blocks[root];
   }
-  return complete(make_work(std::move(requests), {}, "MPI_Ireduce", r.op), how);
+  return make_work(std::move(requests), {}, "MPI_Ireduce", r.op, how);
 }
 
 }  // namespace idist::mpi_backend

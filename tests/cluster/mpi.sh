@@ -2,8 +2,9 @@
 # mpi on 2 emulated hosts: mpirun --host with a launcher agent (Open MPI's plm_rsh_agent) that runs
 # each daemon on its host, Open MPI's TCP transport between the hosts. The layout test and the
 # conformance suite on 2 x 2 ranks (with reduce, gather, scatter, reduce_scatter(_v), all_to_all(_v) and
-# send / recv, required to have run), the LibTorch suite on 2 x 1 (a build without it skips, or fails
-# under CI=true).
+# send / recv, required to have run), the mpi backend's own tests on 2 x 1 (its all-gathers across
+# nodes as a direct exchange), the LibTorch suite on 2 x 1 (a build without it skips, or fails under
+# CI=true).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 : "${MPIEXEC:=mpirun}"
@@ -27,6 +28,7 @@ mpirun_on_cluster() {
 mpirun_on_cluster layout 2 "$IDIST_BUILD_DIR/tests/cluster/idist_cluster_layout_test"
 mpirun_on_cluster conformance 2 "$IDIST_BUILD_DIR/tests/conformance/idist_conformance"
 expect_suites conformance "${BEYOND_IGNITE_SUITES[@]}"
+mpirun_on_cluster mpi_backend 1 "$IDIST_BUILD_DIR/tests/mpi/idist_mpi_backend_test"
 if [ -x "$IDIST_BUILD_DIR/tests/torch/idist_torch_tests" ]; then
   mpirun_on_cluster torch 1 "$IDIST_BUILD_DIR/tests/torch/idist_torch_tests"
 elif [ "$failures" -eq 0 ]; then

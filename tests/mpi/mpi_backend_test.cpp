@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -270,6 +271,44 @@ TEST(MpiLargeBuffers, AllReduceAndBroadcastOfManyElements) {
     ASSERT_TRUE(std::all_of(out.begin() + std::ptrdiff_t(kCount) * r, out.begin() + std::ptrdiff_t(kCount) * (r + 1),
                             [&](std::uint8_t x) { return x == std::uint8_t(r + 1); }))
         << "block of rank " << r;
+}
+
+// Blocks beyond IDIST_MPI_MAX_COUNT (mpi_backend_chunked_np3), and across nodes blocks of
+// kExchangeMinBlockBytes and more, go as a direct exchange of point-to-point messages on the group's
+// communicator: with ranks arriving apart, several in flight at once, and a user message of the
+// exchange's tag on the way, every block still lands where it belongs.
+TEST(MpiLargeBuffers, ExchangedAllGathersStayInOrderBesideUserMessages) {
+  idist::ComputationModel& m = idist::current_model();
+  const int rank = idist::get_rank();
+  const int n = idist::get_world_size();
+  const std::size_t count = idist::mpi_backend::kExchangeMinBlockBytes / sizeof(float) + 3;
+  std::vector<float> a(count), b(2 * count), gathered_a(count * std::size_t(n)), gathered_b(2 * count * std::size_t(n));
+  for (std::size_t i = 0; i < count; ++i) a[i] = float(rank * 1000 + int(i % 997));
+  for (std::size_t i = 0; i < 2 * count; ++i) b[i] = float(-rank * 1000 - int(i % 991));
+  std::vector<std::size_t> counts_b(std::size_t(n), 2 * count);
+  // The ranks arrive in reverse order, tens of milliseconds apart.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20 * (n - 1 - rank)));
+  idist::Work wa = m.all_gather(idist::ConstBuffer{a.data(), count, idist::DType::Float32},
+                                idist::Buffer{gathered_a.data(), gathered_a.size(), idist::DType::Float32});
+  idist::Work wb = m.all_gather_v(idist::ConstBuffer{b.data(), b.size(), idist::DType::Float32},
+                                  idist::Buffer{gathered_b.data(), gathered_b.size(), idist::DType::Float32}, counts_b);
+  // A user message of the exchange's tag between ranks 0 and 1 while both gathers are in flight.
+  std::vector<std::int32_t> note(3, rank == 0 ? 41 : -1);
+  if (rank == 0)
+    m.send(idist::ConstBuffer{note.data(), note.size(), idist::DType::Int32}, 1, idist::mpi_backend::kExchangeTag)
+        .wait();
+  if (rank == 1)
+    m.recv(idist::Buffer{note.data(), note.size(), idist::DType::Int32}, 0, idist::mpi_backend::kExchangeTag).wait();
+  wb.wait();
+  wa.wait();
+  if (rank <= 1) EXPECT_EQ(note, std::vector<std::int32_t>(3, 41));
+  for (int r = 0; r < n; ++r) {
+    for (std::size_t i = 0; i < count; ++i)
+      ASSERT_EQ(gathered_a[std::size_t(r) * count + i], float(r * 1000 + int(i % 997))) << "rank " << r << " " << i;
+    for (std::size_t i = 0; i < 2 * count; ++i)
+      ASSERT_EQ(gathered_b[std::size_t(r) * 2 * count + i], float(-r * 1000 - int(i % 991)))
+          << "rank " << r << " " << i;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
