@@ -30,6 +30,7 @@ Schedule schedule_for(const CollectivesOptions& o, std::size_t bytes) {
   s.iters = std::max(1, int(std::lround((small ? o.iters_small : o.iters_large) * o.iters_scale)));
   s.warmup = int(std::lround((small ? o.warmup_small : o.warmup_large) * o.iters_scale));
   s.blocks = o.blocks;
+  s.skew_us = o.skew_us;
   return s;
 }
 
@@ -132,11 +133,15 @@ void run(const CollectivesOptions& o) {
 
   std::string backend = *idist::backend() + (o.mpi_polled ? "_polled" : "");
   if (!o.debug.empty()) backend += "_debug_" + lower(o.debug);
+  if (o.skew_us > 0) backend += fmt::format("_skew{}us", o.skew_us);
   if (root) {
     ensure_dir(o.out_dir);
     fmt::print("# idist collectives benchmark: backend {}, {} ranks, host {}, load average {}\n", backend, n,
                idist::hostname(), load_average());
     fmt::print("# times: per-iteration maximum over ranks, microseconds; bandwidth: 10^9 bytes/s from p50\n");
+    if (o.skew_us > 0)
+      fmt::print("# every timed call after a barrier, rank 0 {} us after the others; times from rank 0's call\n",
+                 o.skew_us);
     for (std::size_t k = 1; k < variants.size(); ++k)
       fmt::print("# {}: {} ({}, ...) on its own communicator over the same ranks; ratio_{} = idist p50 / {} p50\n",
                  variants[k].name, variants[k].raw->call_name("all_reduce"), variants[k].raw->call_name("barrier"),

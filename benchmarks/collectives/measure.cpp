@@ -1,9 +1,11 @@
 #include "collectives/measure.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <numeric>
 #include <span>
+#include <thread>
 
 #include "common/timing.hpp"
 #include "idist/collectives.hpp"
@@ -175,7 +177,10 @@ Measurement measure(const std::string& op, std::size_t bytes, const std::vector<
       const std::size_t k = orders[std::size_t(b) % orders.size()][j];
       align();
       for (int i = 0; i < len; ++i) {
-        const auto t0 = Clock::now();
+        if (schedule.skew_us > 0) align();
+        // With a skew, every rank times from rank 0's (late) start; the others call at once.
+        const auto t0 = Clock::now() + std::chrono::microseconds(schedule.skew_us);
+        if (schedule.skew_us > 0 && idist::get_rank() == 0) std::this_thread::sleep_until(t0);
         c.run(variants[k]);
         const auto t1 = Clock::now();
         samples[k].push_back(micros(t0, t1));

@@ -21,6 +21,9 @@ struct Schedule {
   int warmup = 0;  ///< per variant, untimed
   int iters = 1;   ///< per variant, timed
   int blocks = 1;  ///< the variants alternate in this many blocks
+  /// > 0: every timed call starts from a barrier, with rank 0 calling this many microseconds after the
+  /// others; each rank's time counts from rank 0's start (the ranks arriving apart, as after uneven work).
+  int skew_us = 0;
 };
 
 /// Result of one (op, size): per variant, the summary of per-iteration times (maximum over ranks,

@@ -45,6 +45,10 @@ bool parse_collectives_options(int argc, char** argv, CollectivesOptions& o, int
       ->check(CLI::Range(1e-6, 1e6));
   app.add_option("--blocks", o.blocks, "idist and the raw call alternate in this many blocks of iterations")
       ->check(CLI::PositiveNumber);
+  app.add_option("--skew-us", o.skew_us,
+                 "Rank 0 arrives this many microseconds after the others at every timed call (each after a "
+                 "barrier); times count from its arrival")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("!--no-nonblocking-baseline", o.nonblocking_baseline,
                "mpi: do not also time MPI_Iallreduce/... + MPI_Wait (the calls idist's mpi backend makes)");
   app.add_flag("--mpi-polled", o.mpi_polled,

@@ -22,6 +22,7 @@ struct CollectivesOptions {
   std::size_t large_threshold = 8192;  ///< OSU's LARGE_MESSAGE_SIZE, bytes
   double iters_scale = 1.0;            ///< multiplies every iteration count (smoke tests: 0.01)
   int blocks = 48;                     ///< alternating blocks per variant (capped at the iterations)
+  int skew_us = 0;                     ///< > 0: rank 0 calls each timed iteration this late (Schedule)
   bool nonblocking_baseline = true;    ///< mpi: also time MPI_I<op> + MPI_Wait
   bool mpi_polled = false;  ///< mpi: InitOptions::mpi_blocking_collectives = false (files labelled mpi_polled)
   std::string
