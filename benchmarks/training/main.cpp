@@ -147,6 +147,27 @@ void append_memory_rows(const std::string& path, const std::string& backend, con
   }
 }
 
+// The "timeline" hook's reading of one configuration: when backward's first bucket left, when its
+// compute was done (the last bucket left), and when backward returned with every bucket reduced; the
+// span from the first bucket to the return carries the all-reduce, 2(n-1)/n of the gradients each way.
+void print_timeline(const Trainer& t, double backward_p50, int n) {
+  if (t.first_launch_ms.empty()) return;
+  const double first = summarize(t.first_launch_ms).p50;
+  const double last = summarize(t.last_launch_ms).p50;
+  const double span = backward_p50 - first;
+  const double share = 2.0 * (n - 1) / n;  // of a bucket's bytes, sent (and received) by each rank
+  const double bytes = double(t.gradient_bytes()) * share;
+  const double early = summarize(t.reduced_at_last_mib).p50 * kMiB * share;  // moved while computing
+  const auto gbits = [](double b, double ms) { return ms > 0 ? b * 8 / (ms * 1e6) : 0.0; };
+  fmt::print(
+      "# timeline {}: from backward's start, the first bucket leaves at {:.1f} ms, the last at {:.1f} ms, "
+      "backward returns at {:.1f} ms (p50s over ranks' maxima); the {:.1f} ms from the first bucket to the "
+      "return carry {:.2f} MiB each way: {:.3f} Gbit/s. Buckets complete when the last left: {:.2f} MiB "
+      "each way, at least {:.3f} Gbit/s while backward computed, then {:.3f} Gbit/s\n",
+      t.config().name(), first, last, backward_p50, span, bytes / kMiB, gbits(bytes, span), early / kMiB,
+      gbits(early, last - first), gbits(bytes - early, backward_p50 - last));
+}
+
 void run_model(const TrainingOptions& o, const std::string& model, const std::vector<Config>& configs, RawBackend* raw,
                const std::string& backend) {
   const bool root = idist::get_rank() == 0;
@@ -190,6 +211,11 @@ void run_model(const TrainingOptions& o, const std::string& model, const std::ve
       p[std::size_t(i)] = summarize(*parts[i]).p50;
     }
     phases.push_back(p);
+    if (!t->first_launch_ms.empty()) {
+      max_over_ranks(t->first_launch_ms);
+      max_over_ranks(t->last_launch_ms);
+      max_over_ranks(t->reduced_at_last_mib);
+    }
     const Strategy s = t->config().strategy;
     if (s == Strategy::StatusQuoIdist) sq_idist = sums.back().p50;
     if (s == Strategy::StatusQuoRaw) sq_raw = sums.back().p50;
@@ -286,6 +312,7 @@ void run_model(const TrainingOptions& o, const std::string& model, const std::ve
         "# final loss {:.6g}; largest relative difference between synchronised configurations {:.2e} "
         "(no_sync: {:.2e})\n",
         ref_loss, worst, nosync_gap);
+  for (std::size_t k = 0; k < nc; ++k) print_timeline(*trainers[k], phases[k][1], n);
   fmt::print("# peak resident memory per rank during the timed steps of all {} configurations{}: {} MiB\n", nc,
              step_peak ? "" : " (whole process: could not reset the peak)", mib_list(mem.peak, ", "));
   const std::string stem = o.out_dir + "/training_" + backend + "_" + model;

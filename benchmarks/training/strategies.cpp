@@ -71,10 +71,10 @@ Config parse_config(const std::string& full) {
     c.hook = full.substr(plus + 1);
     const bool powersgd = c.hook.rfind("powersgd", 0) == 0 && c.hook.size() > 8 &&
                           c.hook.find_first_not_of("0123456789", 8) == std::string::npos;
-    if (!(c.hook == "allreduce" || c.hook == "fp16" || c.hook == "bf16" || powersgd) ||
+    if (!(c.hook == "allreduce" || c.hook == "timeline" || c.hook == "fp16" || c.hook == "bf16" || powersgd) ||
         text.rfind("auto_model", 0) != 0)
       throw std::invalid_argument("config '" + full +
-                                  "': a hook is auto_model[...]+allreduce, +fp16, +bf16 or "
+                                  "': a hook is auto_model[...]+allreduce, +timeline, +fp16, +bf16 or "
                                   "+powersgd<rank>");
   }
   const std::string family = text.substr(0, text.find(':'));
@@ -112,6 +112,23 @@ Config parse_config(const std::string& full) {
   return c;
 }
 
+// When each bucket of one backward was handed to the hook, from the start of that backward.
+struct Trainer::Launches {
+  Clock::time_point backward_start;
+  std::vector<double> at_ms;
+  std::vector<idist::Work> works;   // this backward's buckets, launch order
+  std::vector<std::size_t> bytes;   // their sizes
+  std::size_t reduced_at_last = 0;  // bytes of the buckets complete when the last one left
+
+  // Bytes of the launched buckets whose reduction has completed by now.
+  std::size_t reduced_now() {
+    std::size_t done = 0;
+    for (std::size_t i = 0; i < works.size(); ++i)
+      if (works[i].is_completed()) done += bytes[i];
+    return done;
+  }
+};
+
 std::vector<Config> default_configs(bool distributed, const std::vector<double>& buckets_mb) {
   const auto of = [](Strategy s, std::optional<double> mb = 25.0) {
     Config c;
@@ -137,6 +154,18 @@ Trainer::Trainer(const std::string& model, Config config, std::int64_t batch, st
         w_.model, idist::AutoModelOptions{.bucket_cap_mb = config_.bucket_mb,
                                           .gradient_as_bucket_view = config_.strategy != Strategy::AutoModelCopy});
     if (config_.hook == "allreduce") idist::register_comm_hook(w_.model, idist::comm_hooks::allreduce());
+    if (config_.hook == "timeline") {
+      launches_ = std::make_shared<Launches>();
+      idist::register_comm_hook(w_.model,
+                                [rec = launches_, reduce = idist::comm_hooks::allreduce()](idist::GradBucket& b) {
+                                  rec->at_ms.push_back(micros(rec->backward_start, Clock::now()) / 1000.0);
+                                  if (b.is_last()) rec->reduced_at_last = rec->reduced_now();
+                                  idist::Work w = reduce(b);
+                                  rec->works.push_back(w);
+                                  rec->bytes.push_back(std::size_t(b.buffer().numel()) * b.buffer().element_size());
+                                  return w;
+                                });
+    }
     if (config_.hook == "fp16") idist::register_comm_hook(w_.model, idist::comm_hooks::fp16_compress());
     if (config_.hook == "bf16") idist::register_comm_hook(w_.model, idist::comm_hooks::bf16_compress());
     if (config_.hook.rfind("powersgd", 0) == 0)  // compressing from the third step (error feedback needs > 1)
@@ -217,6 +246,13 @@ void Trainer::step() {
   torch::Tensor out = w_.model->forward(w_.input);
   torch::Tensor loss = torch::nn::functional::cross_entropy(out, w_.target);
   const auto t1 = Clock::now();
+  if (launches_) {
+    launches_->backward_start = t1;
+    launches_->at_ms.clear();
+    launches_->works.clear();
+    launches_->bytes.clear();
+    launches_->reduced_at_last = 0;
+  }
   if (config_.strategy == Strategy::NoSync) {
     auto guard = idist::no_sync(w_.model);
     loss.backward();
@@ -236,6 +272,11 @@ void Trainer::record_phases() {
   forward_ms.push_back(last_phases_[0]);
   backward_ms.push_back(last_phases_[1]);
   step_ms.push_back(last_phases_[2]);
+  if (launches_ && !launches_->at_ms.empty()) {
+    first_launch_ms.push_back(launches_->at_ms.front());
+    last_launch_ms.push_back(launches_->at_ms.back());
+    reduced_at_last_mib.push_back(double(launches_->reduced_at_last) / double(1 << 20));
+  }
 }
 
 void Trainer::read_buckets() {

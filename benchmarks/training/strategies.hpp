@@ -42,7 +42,9 @@ struct Config {
   Strategy strategy = Strategy::Local;
   /// AutoModelOptions::bucket_cap_mb (MiB, as DDP's bucket_cap_mb); unset: auto_model's default (tuned).
   std::optional<double> bucket_mb = 25.0;
-  /// auto_model only: the communication hook ("" none, "allreduce", "fp16", "bf16", "powersgd<rank>").
+  /// auto_model only: the communication hook ("" none, "allreduce", "fp16", "bf16", "powersgd<rank>",
+  /// "timeline": the all-reduce hook, timing when each bucket leaves; a hook of its own, so auto_model
+  /// does not tune the cap: give one, "auto_model:4+timeline").
   std::string hook;
   /// "local", "auto_model:25", "auto_model_copy:25", "status_quo_idist", "status_quo_raw", "no_sync",
   /// "auto_model_adam:25", "zero:25", "zero_staged:25", "zero2:25", "zero_overlap:25", "zero2_overlap:25",
@@ -50,7 +52,7 @@ struct Config {
   /// options (the cap tuned); a hook adds "+<hook>" ("auto_model:25+fp16", "auto_model+fp16").
   std::string name() const;
   /// Whether the gradients are averaged exactly (no lossy compression hook).
-  bool exact() const { return hook.empty() || hook == "allreduce"; }
+  bool exact() const { return hook.empty() || hook == "allreduce" || hook == "timeline"; }
   /// Whether the step is Adam's (else SGD's): the ZeRO comparison.
   bool adam() const { return strategy == Strategy::AutoModelAdam || is_zero(strategy); }
   /// Whether the model goes through auto_model (and `bucket_mb` applies).
@@ -104,6 +106,12 @@ class Trainer {
   /// last buckets, the optimizer step). no_sync's phases give the synchronous floor
   /// forward + max(backward + step, wire time).
   std::vector<double> forward_ms, backward_ms, step_ms;
+  /// With the "timeline" hook, per timed step: milliseconds from the start of backward to the launch
+  /// of its first and of its last bucket (when backward's compute is done); empty otherwise.
+  std::vector<double> first_launch_ms, last_launch_ms;
+  /// With the "timeline" hook, per timed step: MiB of the buckets whose all-reduce had completed when
+  /// the last bucket left (polled then).
+  std::vector<double> reduced_at_last_mib;
 
  private:
   void sync_status_quo();
@@ -120,6 +128,8 @@ class Trainer {
   std::size_t zero_buffer_bytes_ = 0;
   double last_loss_ = 0;
   std::array<double, 3> last_phases_{};  // forward, backward, rest of the last step (ms)
+  struct Launches;                       // the timeline hook's record of one backward
+  std::shared_ptr<Launches> launches_;
 };
 
 }  // namespace idist_bench
