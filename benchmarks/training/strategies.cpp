@@ -71,7 +71,8 @@ Config parse_config(const std::string& full) {
     c.hook = full.substr(plus + 1);
     const bool powersgd = c.hook.rfind("powersgd", 0) == 0 && c.hook.size() > 8 &&
                           c.hook.find_first_not_of("0123456789", 8) == std::string::npos;
-    if (!(c.hook == "allreduce" || c.hook == "timeline" || c.hook == "fp16" || c.hook == "bf16" || powersgd) ||
+    if (!(c.hook == "allreduce" || c.hook == "timeline" || c.hook == "gathersum" || c.hook == "fp16" ||
+          c.hook == "bf16" || powersgd) ||
         text.rfind("auto_model", 0) != 0)
       throw std::invalid_argument("config '" + full +
                                   "': a hook is auto_model[...]+allreduce, +timeline, +fp16, +bf16 or "
@@ -165,6 +166,17 @@ Trainer::Trainer(const std::string& model, Config config, std::int64_t batch, st
                                   rec->bytes.push_back(std::size_t(b.buffer().numel()) * b.buffer().element_size());
                                   return w;
                                 });
+    }
+    if (config_.hook == "gathersum") {
+      // Experiment: every rank's whole bucket gathered (posted at issue on gloo), summed at the wait.
+      idist::register_comm_hook(w_.model, [](idist::GradBucket& b) {
+        const at::Tensor in = b.buffer();
+        const int n = idist::get_world_size();
+        at::Tensor out = at::empty({n * in.numel()}, in.options());
+        idist::Work w = idist::all_gather_async(in, out);
+        w.then([out, n, numel = in.numel()] { return out.view({n, numel}).sum(0).div_(n); });
+        return w;
+      });
     }
     if (config_.hook == "fp16") idist::register_comm_hook(w_.model, idist::comm_hooks::fp16_compress());
     if (config_.hook == "bf16") idist::register_comm_hook(w_.model, idist::comm_hooks::bf16_compress());

@@ -44,7 +44,8 @@ struct Config {
   std::optional<double> bucket_mb = 25.0;
   /// auto_model only: the communication hook ("" none, "allreduce", "fp16", "bf16", "powersgd<rank>",
   /// "timeline": the all-reduce hook, timing when each bucket leaves; a hook of its own, so auto_model
-  /// does not tune the cap: give one, "auto_model:4+timeline").
+  /// does not tune the cap: give one, "auto_model:4+timeline"; "gathersum": each bucket all-gathered
+  /// whole and summed at the wait, an all-reduce of its own whose exchanges gloo posts at issue).
   std::string hook;
   /// "local", "auto_model:25", "auto_model_copy:25", "status_quo_idist", "status_quo_raw", "no_sync",
   /// "auto_model_adam:25", "zero:25", "zero_staged:25", "zero2:25", "zero_overlap:25", "zero2_overlap:25",
@@ -52,7 +53,7 @@ struct Config {
   /// options (the cap tuned); a hook adds "+<hook>" ("auto_model:25+fp16", "auto_model+fp16").
   std::string name() const;
   /// Whether the gradients are averaged exactly (no lossy compression hook).
-  bool exact() const { return hook.empty() || hook == "allreduce" || hook == "timeline"; }
+  bool exact() const { return hook.empty() || hook == "allreduce" || hook == "timeline" || hook == "gathersum"; }
   /// Whether the step is Adam's (else SGD's): the ZeRO comparison.
   bool adam() const { return strategy == Strategy::AutoModelAdam || is_zero(strategy); }
   /// Whether the model goes through auto_model (and `bucket_mb` applies).
