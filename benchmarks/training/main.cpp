@@ -157,7 +157,7 @@ void print_timeline(const Trainer& t, double backward_p50, int n) {
   const double span = backward_p50 - first;
   const double share = 2.0 * (n - 1) / n;  // of a bucket's bytes, sent (and received) by each rank
   const double bytes = double(t.gradient_bytes()) * share;
-  const double early = summarize(t.reduced_at_last_mib).p50 * kMiB * share;  // moved while computing
+  const double early = summarize(t.reduced_at_last_bytes).p50 * share;  // moved while computing
   const auto gbits = [](double b, double ms) { return ms > 0 ? b * 8 / (ms * 1e6) : 0.0; };
   fmt::print(
       "# timeline {}: from backward's start, the first bucket leaves at {:.1f} ms, the last at {:.1f} ms, "
@@ -214,7 +214,7 @@ void run_model(const TrainingOptions& o, const std::string& model, const std::ve
     if (!t->first_launch_ms.empty()) {
       max_over_ranks(t->first_launch_ms);
       max_over_ranks(t->last_launch_ms);
-      max_over_ranks(t->reduced_at_last_mib);
+      max_over_ranks(t->reduced_at_last_bytes);
     }
     const Strategy s = t->config().strategy;
     if (s == Strategy::StatusQuoIdist) sq_idist = sums.back().p50;

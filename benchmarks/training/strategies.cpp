@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iterator>
 #include <stdexcept>
+#include <utility>
 
 #include <fmt/core.h>
 
@@ -71,11 +72,10 @@ Config parse_config(const std::string& full) {
     c.hook = full.substr(plus + 1);
     const bool powersgd = c.hook.rfind("powersgd", 0) == 0 && c.hook.size() > 8 &&
                           c.hook.find_first_not_of("0123456789", 8) == std::string::npos;
-    if (!(c.hook == "allreduce" || c.hook == "timeline" || c.hook == "gathersum" || c.hook == "fp16" ||
-          c.hook == "bf16" || powersgd) ||
+    if (!(Config::is_exact_hook(c.hook) || c.hook == "fp16" || c.hook == "bf16" || powersgd) ||
         text.rfind("auto_model", 0) != 0)
       throw std::invalid_argument("config '" + full +
-                                  "': a hook is auto_model[...]+allreduce, +timeline, +fp16, +bf16 or "
+                                  "': a hook is auto_model[...]+allreduce, +timeline, +gathersum, +fp16, +bf16 or "
                                   "+powersgd<rank>");
   }
   const std::string family = text.substr(0, text.find(':'));
@@ -117,15 +117,14 @@ Config parse_config(const std::string& full) {
 struct Trainer::Launches {
   Clock::time_point backward_start;
   std::vector<double> at_ms;
-  std::vector<idist::Work> works;   // this backward's buckets, launch order
-  std::vector<std::size_t> bytes;   // their sizes
-  std::size_t reduced_at_last = 0;  // bytes of the buckets complete when the last one left
+  std::vector<std::pair<idist::Work, std::size_t>> buckets;  // this backward's, launch order: work, bytes
+  std::size_t reduced_at_last = 0;                           // bytes of the buckets complete when the last one left
 
   // Bytes of the launched buckets whose reduction has completed by now.
   std::size_t reduced_now() {
     std::size_t done = 0;
-    for (std::size_t i = 0; i < works.size(); ++i)
-      if (works[i].is_completed()) done += bytes[i];
+    for (auto& [work, bytes] : buckets)
+      if (work.is_completed()) done += bytes;
     return done;
   }
 };
@@ -157,15 +156,14 @@ Trainer::Trainer(const std::string& model, Config config, std::int64_t batch, st
     if (config_.hook == "allreduce") idist::register_comm_hook(w_.model, idist::comm_hooks::allreduce());
     if (config_.hook == "timeline") {
       launches_ = std::make_shared<Launches>();
-      idist::register_comm_hook(w_.model,
-                                [rec = launches_, reduce = idist::comm_hooks::allreduce()](idist::GradBucket& b) {
-                                  rec->at_ms.push_back(micros(rec->backward_start, Clock::now()) / 1000.0);
-                                  if (b.is_last()) rec->reduced_at_last = rec->reduced_now();
-                                  idist::Work w = reduce(b);
-                                  rec->works.push_back(w);
-                                  rec->bytes.push_back(std::size_t(b.buffer().numel()) * b.buffer().element_size());
-                                  return w;
-                                });
+      idist::register_comm_hook(
+          w_.model, [rec = launches_, reduce = idist::comm_hooks::allreduce()](idist::GradBucket& b) {
+            rec->at_ms.push_back(micros(rec->backward_start, Clock::now()) / 1000.0);
+            if (b.is_last()) rec->reduced_at_last = rec->reduced_now();
+            idist::Work w = reduce(b);
+            rec->buckets.emplace_back(w, std::size_t(b.buffer().numel()) * b.buffer().element_size());
+            return w;
+          });
     }
     if (config_.hook == "gathersum") {
       // Experiment: every rank's whole bucket gathered (posted at issue on gloo), summed at the wait.
@@ -261,8 +259,7 @@ void Trainer::step() {
   if (launches_) {
     launches_->backward_start = t1;
     launches_->at_ms.clear();
-    launches_->works.clear();
-    launches_->bytes.clear();
+    launches_->buckets.clear();
     launches_->reduced_at_last = 0;
   }
   if (config_.strategy == Strategy::NoSync) {
@@ -287,7 +284,7 @@ void Trainer::record_phases() {
   if (launches_ && !launches_->at_ms.empty()) {
     first_launch_ms.push_back(launches_->at_ms.front());
     last_launch_ms.push_back(launches_->at_ms.back());
-    reduced_at_last_mib.push_back(double(launches_->reduced_at_last) / double(1 << 20));
+    reduced_at_last_bytes.push_back(double(launches_->reduced_at_last));
   }
 }
 

@@ -53,7 +53,9 @@ struct Config {
   /// options (the cap tuned); a hook adds "+<hook>" ("auto_model:25+fp16", "auto_model+fp16").
   std::string name() const;
   /// Whether the gradients are averaged exactly (no lossy compression hook).
-  bool exact() const { return hook.empty() || hook == "allreduce" || hook == "timeline" || hook == "gathersum"; }
+  bool exact() const { return hook.empty() || is_exact_hook(hook); }
+  /// The hooks that average exactly (their losses are checked against auto_model's).
+  static bool is_exact_hook(const std::string& h) { return h == "allreduce" || h == "timeline" || h == "gathersum"; }
   /// Whether the step is Adam's (else SGD's): the ZeRO comparison.
   bool adam() const { return strategy == Strategy::AutoModelAdam || is_zero(strategy); }
   /// Whether the model goes through auto_model (and `bucket_mb` applies).
@@ -110,9 +112,9 @@ class Trainer {
   /// With the "timeline" hook, per timed step: milliseconds from the start of backward to the launch
   /// of its first and of its last bucket (when backward's compute is done); empty otherwise.
   std::vector<double> first_launch_ms, last_launch_ms;
-  /// With the "timeline" hook, per timed step: MiB of the buckets whose all-reduce had completed when
-  /// the last bucket left (polled then).
-  std::vector<double> reduced_at_last_mib;
+  /// With the "timeline" hook, per timed step: bytes of the buckets whose all-reduce had completed
+  /// when the last bucket left (polled then).
+  std::vector<double> reduced_at_last_bytes;
 
  private:
   void sync_status_quo();
