@@ -37,7 +37,7 @@ using rendezvous::describe_rank;
 GlooBackend::GlooBackend(const InitOptions& opts) : Backend(opts.timeout) {
   rendezvous::WorldInfo info = rendezvous::discover(opts);
   set_layout(info.layout());  // provisional until exchange_topology()
-  use_bcube_ = launch::gloo_allreduce_bcube();
+  all_reduce_algorithm_ = launch::gloo_allreduce();
   env_ = rendezvous::EnvOverride(info);
   try {
     store_ = rendezvous::open_store(opts, info);
@@ -92,6 +92,9 @@ void GlooBackend::connect(GlooGroup& group, const std::string& prefix) {
     if (timed_out) throw TimeoutError(fmt::format("{}{}", what, e.what()));
     throw BackendError(fmt::format("{}{}", what, e.what()));
   }
+  const std::string& my_address = peers_.at(std::size_t(rank())).address;
+  group.spans_hosts = std::any_of(group.ranks().begin(), group.ranks().end(),
+                                  [&](int r) { return peers_.at(std::size_t(r)).address != my_address; });
   group.context = std::move(context);
   group.lane = std::make_unique<OpLane>(group.name());
   watch(group);

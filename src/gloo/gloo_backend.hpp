@@ -18,6 +18,7 @@
 #include "gloo/reduce_scatter_cache.hpp"
 #include "gloo/retained_options.hpp"
 #include "gloo/sigpipe_guard.hpp"
+#include "launch/settings.hpp"
 #include "rendezvous/discovery.hpp"
 #include "rendezvous/env.hpp"
 #include "rendezvous/network_interface.hpp"
@@ -57,6 +58,8 @@ class GlooGroup final : public ProcessGroup {
   std::vector<std::optional<PairSocket>> sockets;
   /// What the peer watch sees of this group's communicator (its other hosts, the running operation).
   mutable PeerWatch::Subject watched;
+  /// Whether a member's address differs from this rank's: its traffic crosses the network.
+  bool spans_hosts = false;
   /// Posted operations issued so far: part of each one's slot (gloo_posted.cpp).
   mutable std::atomic<std::uint32_t> posted_operations{0};
   /// monitored_barrier calls so far: names each one's store keys.
@@ -74,8 +77,9 @@ class GlooGroup final : public ProcessGroup {
 ///   timeout by a one-second TCP probe of the other hosts. A peer host that stops answering on the
 ///   network while an operation waits (a partition, a crashed host) ends the operation within about
 ///   two seconds (PeerWatch, IDIST_GLOO_PEER_WATCH), instead of at the timeout.
-/// - Collectives: gloo::allreduce (ring; IDIST_GLOO_ALLREDUCE=bcube selects bcube), gloo::broadcast,
-///   gloo::barrier and the others below, each bounded by InitOptions::timeout.
+/// - Collectives: all_reduce posted at issue on a group that spans hosts, else gloo::allreduce's ring
+///   (IDIST_GLOO_ALLREDUCE chooses: auto, ring, bcube, posted), gloo::broadcast, gloo::barrier and the
+///   others below, each bounded by InitOptions::timeout.
 /// - Groups: a group's first use connects its own gloo context, rendezvoused under the store prefix
 ///   "idist/gloo/group/<ranks>"; ranks outside the group take no part.
 /// - While the backend is initialized SIGPIPE is ignored (when it was at its default), so that a
@@ -111,7 +115,8 @@ class GlooBackend final : public core::Backend {
   // The operations, their arguments checked by ComputationModel's front door. Completion::Blocking
   // runs the gloo algorithm on the calling thread when the group's lane is idle
   // (OpLane::run_if_idle), else queues it behind the lane's operations and waits.
-  /// AllReduce: gloo::allreduce (ring, or bcube with IDIST_GLOO_ALLREDUCE=bcube); Reduce:
+  /// AllReduce: on a group that spans hosts, posted at issue (see gloo_posted.cpp), else gloo::allreduce's
+  /// ring (IDIST_GLOO_ALLREDUCE: auto, ring, bcube or posted on every group); Reduce:
   /// gloo::reduce; ReduceScatter and ReduceScatterV: gloo::ReduceScatterHalvingDoubling with equal
   /// blocks on groups whose size is a power of two, else each block sent straight to its owner,
   /// posted at issue (see gloo_posted.cpp).
@@ -157,6 +162,8 @@ class GlooBackend final : public core::Backend {
   using DoneFn = std::function<void(PostedExchange&)>;
   Work posted(const GlooGroup& group, OpType op, Completion how, const PostFn& post, DoneFn done);
   Work posted_reduce_scatter(const Reduction& r, const std::vector<int>& blocks, Completion how);
+  /// In place: 2 members exchange their whole buffers; more reduce-scatter, then all-gather the blocks.
+  Work posted_all_reduce(const Reduction& r, Completion how);
   /// `lengths`: the elements of each group rank's block.
   Work posted_all_gather(const Gathering& g, std::vector<std::size_t> lengths, Completion how);
   // The rooted gathering (gloo_gather.cpp).
@@ -183,7 +190,7 @@ class GlooBackend final : public core::Backend {
   std::unique_ptr<PeerWatch> watch_;
   std::vector<std::shared_ptr<GlooGroup>> groups_;  // every group made, the world first
   std::unique_ptr<OpLane> p2p_lane_;                // waits of non-blocking sends and receives
-  bool use_bcube_ = false;
+  launch::GlooAllReduce all_reduce_algorithm_ = launch::GlooAllReduce::Auto;
   bool torn_down_ = false;
 };
 

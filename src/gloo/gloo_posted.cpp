@@ -1,7 +1,7 @@
 // GlooBackend's posted collectives: reduce_scatter(_v) with unequal blocks or on groups whose size is
-// not a power of two, and all_gather(_v). Each block goes straight to the rank that needs it, as
-// unbound buffers of the group's context posted on the caller's thread at issue, every receive
-// before any send; the waits and what follows them are queued on the point-to-point lane.
+// not a power of two, all_gather(_v), and all_reduce on groups that span hosts. Each block goes straight to the rank
+// that needs it, as unbound buffers of the group's context posted on the caller's thread at issue, every receive before
+// any send; the waits and what follows them are queued on the point-to-point lane.
 //
 // Why not Gloo's own algorithms for these:
 // - gloo::allgather posts each send before the matching receive. A rank that arrives after its peer
@@ -13,6 +13,8 @@
 //   longest block; it gave wrong sums on 3 ranks and waited forever for an empty block at 4.
 // - Both run on the group's lane from start to end, so the operations issued after them wait; posted,
 //   the transfers of several operations in flight share both directions of each link.
+// - The same holds for gloo::allreduce: across hosts, DDP's buckets then go out one ring at a time,
+//   and the link idles between a bucket's steps while backward still produces the next ones.
 // The bytes each rank sends are those of a ring: its peers' blocks (reduce-scatter) or its own block
 // to each peer (all-gather).
 #include <chrono>
@@ -121,6 +123,108 @@ Work GlooBackend::posted_reduce_scatter(const Reduction& r, const std::vector<in
     backend_kit::reduce_rows(out.data, x.scratch.data(), mine / dtype_size(dtype), n, dtype, reduce_op);
   };
   return posted(group, r.op, how, post, std::move(done));
+}
+
+Work GlooBackend::posted_all_reduce(const Reduction& r, Completion how) {
+  const auto& group = static_cast<const GlooGroup&>(r.group);
+  const int n = group.size();
+  const int me = group.rank();
+  const Buffer data = r.out;  // in place: r.in is the same buffer
+  const DType dtype = data.dtype;
+  const ReduceOp reduce_op = r.reduce_op;
+  const backend_kit::ReduceFn fn = backend_kit::reduce_function(dtype, reduce_op);
+  if (n == 1) return Work{};
+  const std::size_t esize = dtype_size(dtype);
+  const std::uint32_t tag = call_tag(dtype, data.count, int(reduce_op), -1);
+  if (n == 2) {
+    // The whole buffer each way: the bytes of a ring, in one posted transfer per direction.
+    const int peer = 1 - me;
+    const std::size_t bytes = data.bytes();
+    const std::uint64_t slot =
+        posted_slot(r.op, tag, {data.count}, group.posted_operations.fetch_add(1, std::memory_order_relaxed));
+    auto post = [&](gloo::Context& ctx, PostedExchange& x) {
+      x.scratch.resize(bytes);
+      x.recv = ctx.createUnboundBuffer(x.scratch.data(), bytes);
+      x.recv->recv(peer, slot, 0, bytes);
+      x.send = ctx.createUnboundBuffer(data.data, bytes);
+      x.send->send(peer, slot, 0, bytes);
+      x.receives = x.sends = 1;
+    };
+    // Operands in group rank order on both ranks, so that both compute the same bits.
+    auto done = [data, fn, me](PostedExchange& x) {
+      const void* theirs = x.scratch.data();
+      fn(data.data, me == 0 ? data.data : theirs, me == 0 ? theirs : data.data, data.count);
+    };
+    return posted(group, r.op, how, post, std::move(done));
+  }
+  // More members: a reduce-scatter posted at issue (each block straight to its owner, who reduces it
+  // in rank order), then on the group's lane, which runs collectives in the same order on every rank,
+  // an all-gather of the reduced blocks. Both slots are taken now, in issue order.
+  std::vector<std::size_t> lengths(std::size_t(n), data.count / std::size_t(n));
+  for (std::size_t p = 0; p < data.count % std::size_t(n); ++p) ++lengths[p];
+  std::vector<std::size_t> at(std::size_t(n) + 1, 0);  // byte offset of each rank's block
+  for (std::size_t p = 0; p < std::size_t(n); ++p) at[p + 1] = at[p] + lengths[p] * esize;
+  const std::size_t own = at[std::size_t(me)], mine = at[std::size_t(me) + 1] - own;
+  const std::uint32_t seq = group.posted_operations.fetch_add(2, std::memory_order_relaxed);
+  const std::uint64_t scatter_slot = posted_slot(r.op, tag, lengths, seq);
+  const std::uint64_t gather_slot = posted_slot(r.op, tag, lengths, seq + 1);
+  auto* bytes = static_cast<std::byte*>(data.data);
+  auto scatter = std::make_shared<PostedExchange>();
+  const int rank = this->rank();
+  RetainedOptions* retained = retained_.get();
+  try {
+    run_guarded(group, r.op, rank, peers_, [&](gloo::Context& ctx) {
+      if (mine > 0) {
+        scatter->scratch.resize(std::size_t(n) * mine);
+        scatter->recv = ctx.createUnboundBuffer(scatter->scratch.data(), scatter->scratch.size());
+        for (int p = 0; p < n; ++p)
+          if (p != me) {
+            scatter->recv->recv(p, scatter_slot, std::size_t(p) * mine, mine);
+            ++scatter->receives;
+          }
+      }
+      scatter->send = ctx.createUnboundBuffer(data.data, data.bytes());
+      for (std::size_t p = 0; p < std::size_t(n); ++p)
+        if (int(p) != me && at[p + 1] > at[p]) {
+          scatter->send->send(int(p), scatter_slot, at[p], at[p + 1] - at[p]);
+          ++scatter->sends;
+        }
+    });
+  } catch (...) {
+    retained->keep(scatter);
+    throw;
+  }
+  const auto timeout = this->timeout();
+  return issue(group, r.op, how, [=](gloo::Context& ctx) {
+    auto gather = std::make_shared<PostedExchange>();
+    try {
+      scatter->wait(std::chrono::steady_clock::now() + timeout);
+      if (mine > 0) {
+        std::memcpy(scatter->scratch.data() + std::size_t(me) * mine, bytes + own, mine);
+        backend_kit::reduce_rows(bytes + own, scatter->scratch.data(), mine / esize, n, dtype, reduce_op);
+      }
+      // Every send of the reduce-scatter is over: the other blocks of `data` can be received into.
+      gather->recv = ctx.createUnboundBuffer(data.data, data.bytes());
+      for (std::size_t p = 0; p < std::size_t(n); ++p)
+        if (int(p) != me && at[p + 1] > at[p]) {
+          gather->recv->recv(int(p), gather_slot, at[p], at[p + 1] - at[p]);
+          ++gather->receives;
+        }
+      if (mine > 0) {
+        gather->send = ctx.createUnboundBuffer(bytes + own, mine);
+        for (int p = 0; p < n; ++p)
+          if (p != me) {
+            gather->send->send(p, gather_slot, 0, mine);
+            ++gather->sends;
+          }
+      }
+      gather->wait(std::chrono::steady_clock::now() + timeout);
+    } catch (...) {
+      retained->keep(scatter);  // the transport thread may still signal their buffers
+      retained->keep(gather);
+      throw;
+    }
+  });
 }
 
 Work GlooBackend::posted_all_gather(const Gathering& g, std::vector<std::size_t> lengths, Completion how) {

@@ -1,6 +1,7 @@
-// GlooBackend's reductions: all_reduce (gloo::allreduce, ring or bcube), the rooted reduce
-// (gloo::reduce), reduce_scatter and reduce_scatter_v (ReduceScatterHalvingDoubling with equal blocks
-// on groups whose size is a power of two, else the posted reduce-scatter of gloo_posted.cpp).
+// GlooBackend's reductions: all_reduce (gloo::allreduce, ring or bcube; across hosts the posted
+// all-reduce of gloo_posted.cpp), the rooted reduce (gloo::reduce), reduce_scatter and
+// reduce_scatter_v (ReduceScatterHalvingDoubling with equal blocks on groups whose size is a power of
+// two, else the posted reduce-scatter of gloo_posted.cpp).
 #include <gloo/allreduce.h>
 #include <gloo/reduce.h>
 #include <gloo/reduce_scatter.h>
@@ -51,12 +52,17 @@ Work GlooBackend::do_reduce(const Reduction& r, Completion how) {
 }
 
 Work GlooBackend::all_reduce(const Reduction& r, Completion how) {
-  const backend_kit::ReduceFn fn = backend_kit::reduce_function(r.out.dtype, r.reduce_op);
   const Buffer data = r.out;
   if (data.count == 0) return Work{};
+  using launch::GlooAllReduce;
+  const bool posted =
+      all_reduce_algorithm_ == GlooAllReduce::Posted ||
+      (all_reduce_algorithm_ == GlooAllReduce::Auto && static_cast<const GlooGroup&>(r.group).spans_hosts);
+  if (posted) return posted_all_reduce(r, how);
+  const backend_kit::ReduceFn fn = backend_kit::reduce_function(r.out.dtype, r.reduce_op);
   const ReduceOp op = r.reduce_op;
-  const auto algorithm =
-      use_bcube_ ? gloo::AllreduceOptions::Algorithm::BCUBE : gloo::AllreduceOptions::Algorithm::RING;
+  const auto algorithm = all_reduce_algorithm_ == GlooAllReduce::Bcube ? gloo::AllreduceOptions::Algorithm::BCUBE
+                                                                       : gloo::AllreduceOptions::Algorithm::RING;
   const auto timeout = this->timeout();
   return issue(r.group, r.op, how, [data, op, fn, algorithm, timeout, retained = retained_.get()](gloo::Context& ctx) {
     retained->run<gloo::AllreduceOptions>(borrow(ctx), [&](gloo::AllreduceOptions& o) {

@@ -75,11 +75,14 @@ std::optional<std::size_t> trace_buffer() {
   return std::size_t(v);
 }
 
-bool gloo_allreduce_bcube() {
+GlooAllReduce gloo_allreduce() {
   const auto v = read_nonempty("IDIST_GLOO_ALLREDUCE");
-  if (!v || *v == "ring") return false;
-  if (*v == "bcube") return true;
-  throw ValueError(fmt::format("IDIST_GLOO_ALLREDUCE should be 'ring' or 'bcube', but given '{}'", *v));
+  if (!v || *v == "auto") return GlooAllReduce::Auto;
+  if (*v == "ring") return GlooAllReduce::Ring;
+  if (*v == "bcube") return GlooAllReduce::Bcube;
+  if (*v == "posted") return GlooAllReduce::Posted;
+  throw ValueError(
+      fmt::format("IDIST_GLOO_ALLREDUCE should be 'auto', 'ring', 'bcube' or 'posted', but given '{}'", *v));
 }
 
 std::optional<int> gloo_loop_nice() {

@@ -25,8 +25,15 @@ std::optional<std::string> trace_dir();
 /// IDIST_TRACE_BUFFER: how many collectives the flight recorder keeps, 1 to 10,000,000.
 std::optional<std::size_t> trace_buffer();
 
-/// IDIST_GLOO_ALLREDUCE: true for "bcube", false for "ring" or unset.
-bool gloo_allreduce_bcube();
+/// The gloo backend's all-reduce algorithm (IDIST_GLOO_ALLREDUCE).
+enum class GlooAllReduce {
+  Auto,   ///< "auto" or unset: Posted on a group whose ranks span several hosts, else Ring
+  Ring,   ///< "ring": gloo::allreduce's ring
+  Bcube,  ///< "bcube": gloo::allreduce's bcube
+  Posted  ///< "posted": the exchange posted at issue (gloo_posted.cpp), on every group
+};
+/// IDIST_GLOO_ALLREDUCE: auto (or unset), ring, bcube or posted.
+GlooAllReduce gloo_allreduce();
 /// IDIST_GLOO_LOOP_NICE: 1 to 19 gives that nice value; "off" or "0" gives 0 (the creating thread's
 /// priority); unset gives nullopt (the caller's default, which depends on the number of nodes).
 std::optional<int> gloo_loop_nice();

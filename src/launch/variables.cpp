@@ -14,7 +14,7 @@ constexpr std::array kVariables = {
     Variable{"IDIST_DISTRIBUTED_DEBUG", "OFF, INFO, DETAIL", "OFF", "debug layer"},
     Variable{"IDIST_TRACE_DIR", "a directory", "none: summaries on stderr", "debug layer"},
     Variable{"IDIST_TRACE_BUFFER", "1 to 10000000 collectives", "2000", "debug layer"},
-    Variable{"IDIST_GLOO_ALLREDUCE", "ring, bcube", "ring", "gloo"},
+    Variable{"IDIST_GLOO_ALLREDUCE", "auto, ring, bcube, posted", "auto", "gloo"},
     Variable{"IDIST_GLOO_LOOP_NICE", "1 to 19, off (or 0)", "19 on one node, else the rank's priority", "gloo"},
     Variable{"IDIST_GLOO_LOOP_BATCH", "0, 1", "1 on one CPU, else 0", "gloo"},
     Variable{"IDIST_GLOO_PEER_WATCH", "on (or 1), off (or 0), DELAY_MS,PROBE_MS,ROUNDS", "200,600,2", "gloo"},

@@ -195,7 +195,8 @@ TEST(GlooFaults, UnknownAllReduceAlgorithmIsReported) {
         "gloo", [](int) {}, options(2, std::chrono::seconds(10)));
   });
   unsetenv("IDIST_GLOO_ALLREDUCE");
-  EXPECT_NE(std::string(e.what()).find("IDIST_GLOO_ALLREDUCE should be 'ring' or 'bcube', but given 'tree'"),
+  EXPECT_NE(std::string(e.what()).find(
+                "IDIST_GLOO_ALLREDUCE should be 'auto', 'ring', 'bcube' or 'posted', but given 'tree'"),
             std::string::npos)
       << e.what();
   EXPECT_TRUE(idist::test::no_children_left());

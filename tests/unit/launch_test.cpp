@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "launch/environment.hpp"
 #include "launch/launcher_env.hpp"
@@ -56,8 +57,8 @@ TEST(Launch, BadValuesNameTheVariableTheValueAndTheAcceptedForms) {
   EXPECT_EQ(message_of([] { (void)launch::log_level(); }),
             "IDIST_LOG_LEVEL should be one of DEBUG, INFO, WARNING, OFF (any case), but given 'loud'");
   env.set("IDIST_GLOO_ALLREDUCE", "tree");
-  EXPECT_EQ(message_of([] { (void)launch::gloo_allreduce_bcube(); }),
-            "IDIST_GLOO_ALLREDUCE should be 'ring' or 'bcube', but given 'tree'");
+  EXPECT_EQ(message_of([] { (void)launch::gloo_allreduce(); }),
+            "IDIST_GLOO_ALLREDUCE should be 'auto', 'ring', 'bcube' or 'posted', but given 'tree'");
   env.set("MASTER_PORT", "70000");
   EXPECT_EQ(message_of([] { (void)launch::spawn_master_port(); }),
             "spawn: the environment variable MASTER_PORT should be a port in [1, 65535], but given '70000'");
@@ -80,6 +81,15 @@ TEST(Launch, GoodValuesGiveTheirTypedSettings) {
   EXPECT_EQ(watch.times->rounds, 3);
   EXPECT_EQ(launch::mpi_progress_thread(), std::nullopt);
   EXPECT_EQ(launch::distributed_debug(), std::optional<idist::DebugLevel>(idist::DebugLevel::Detail));
+  EXPECT_EQ(launch::gloo_allreduce(), launch::GlooAllReduce::Auto);  // unset
+  const std::pair<const char*, launch::GlooAllReduce> algorithms[] = {{"auto", launch::GlooAllReduce::Auto},
+                                                                      {"ring", launch::GlooAllReduce::Ring},
+                                                                      {"bcube", launch::GlooAllReduce::Bcube},
+                                                                      {"posted", launch::GlooAllReduce::Posted}};
+  for (const auto& [name, algorithm] : algorithms) {
+    env.set("IDIST_GLOO_ALLREDUCE", name);
+    EXPECT_EQ(launch::gloo_allreduce(), algorithm) << name;
+  }
 }
 
 TEST(Launch, TheLauncherWorldSizeTakesTheFirstLauncherThatGivesOne) {
