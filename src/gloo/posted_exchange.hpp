@@ -7,13 +7,28 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
-#include <vector>
 
 namespace idist::gloo_backend {
 
+/// Bytes that are written before they are read: allocated without the zero fill of std::vector, which
+/// would touch a whole bucket once more per operation.
+class ScratchBytes {
+ public:
+  void resize(std::size_t n) {
+    bytes_ = std::make_unique_for_overwrite<std::byte[]>(n);
+    size_ = n;
+  }
+  std::byte* data() const { return bytes_.get(); }
+  std::size_t size() const { return size_; }
+
+ private:
+  std::unique_ptr<std::byte[]> bytes_;
+  std::size_t size_ = 0;
+};
+
 /// What one posted operation keeps alive until its waits are over.
 struct PostedExchange {
-  std::vector<std::byte> scratch;                              // received blocks, where not in the output
+  ScratchBytes scratch;                                        // received blocks, where not in the output
   std::unique_ptr<gloo::transport::UnboundBuffer> recv, send;  // null when there is nothing to move
   int receives = 0, sends = 0;                                 // posted on `recv` and `send`
 
