@@ -15,8 +15,9 @@ endforeach()
 if("thread" IN_LIST _idist_sanitizers AND "address" IN_LIST _idist_sanitizers)
   message(FATAL_ERROR "IDIST_SANITIZE: thread cannot be combined with address (got '${IDIST_SANITIZE}')")
 endif()
-# Debug information for readable reports; -O1 keeps the instrumented suite fast enough for CI.
-set(_idist_san_flags -fsanitize=${IDIST_SANITIZE} -fno-omit-frame-pointer -g -O1)
+# Line tables (-g1) are all a report's stack needs (functions, files, lines) and build faster than full
+# debug information; -O1 keeps the instrumented suite fast enough for CI.
+set(_idist_san_flags -fsanitize=${IDIST_SANITIZE} -fno-omit-frame-pointer -g1 -O1)
 if("undefined" IN_LIST _idist_sanitizers)
   list(APPEND _idist_san_flags -fno-sanitize-recover=undefined)  # a UB report fails the test
 endif()

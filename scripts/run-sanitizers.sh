@@ -2,7 +2,7 @@
 # Sanitizer runs of the suite without LibTorch (nothing of LibTorch is instrumented):
 #   1. ASan + UBSan (build-asan/): every test but the emulated cluster, the install test (it builds a
 #      consumer against an installed, uninstrumented idist) and the benchmarks' smoke runs;
-#   2. TSan (build-tsan/): the gloo, store and launcher tests.
+#   2. TSan (build-tsan/): the gloo, store and launcher tests (only their executables are built).
 # Suppressions (scripts/sanitizers/*.supp) cover only Open MPI and Gloo internals, each with its reason.
 # Instrumented code runs several times slower, so the tests' upper bounds on durations are scaled
 # (IDIST_TEST_TIME_SCALE, tests/support/time_scale.hpp): 3 under ASan + UBSan, 5 under TSan (its
@@ -38,14 +38,41 @@ run_asan() {
        ctest --output-on-failure -R 'mpi' -E '^(cluster_|install_|bench_)' ) || status=1
 }
 
+# test_executables <build> <ctest regex>: the executables (ninja outputs, relative to <build>) that the
+# commands of the matching tests name, so that a build can compile only what those tests run.
+test_executables() {
+  local build=$1 regex=$2
+  (cd "$build" && ctest --show-only=json-v1 -R "$regex") | python3 -c '
+import json, os, sys
+build, outputs = sys.argv[1], set(sys.argv[2].split())
+found = set()
+for test in json.load(sys.stdin)["tests"]:
+    for arg in test.get("command", []):
+        for part in arg.split(";"):
+            rel = os.path.relpath(part, build) if os.path.isabs(part) else ""
+            if rel in outputs:
+                found.add(rel)
+print("\n".join(sorted(found)))' "$build" \
+    "$(ninja -C "$build" -t targets all | sed -n -E 's/^([^:]+): CXX_EXECUTABLE_LINKER.*/\1/p')"
+}
+
 run_tsan() {
   local build="$root/build-tsan"
+  local tests='^(gloo_|store_|launcher_)'
   cmake -S "$root" -B "$build" "${common[@]}" -DIDIST_SANITIZE=thread
-  cmake --build "$build" -j"$jobs"
+  # Only the executables of the tests TSan runs (a test whose executable were missing would fail).
+  local executables
+  mapfile -t executables < <(test_executables "$build" "$tests")
+  if ((${#executables[@]} == 0)); then
+    echo "run-sanitizers: no executable found for the TSan tests ($tests)" >&2
+    status=1
+    return
+  fi
+  cmake --build "$build" -j"$jobs" --target "${executables[@]}"
   # second_deadlock_stack: both stacks of a lock-order report; halt_on_error: a report fails the test.
   export IDIST_TEST_TIME_SCALE="${TSAN_TIME_SCALE:-5}"
   (cd "$build" && TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp" \
-       ctest --output-on-failure -R '^(gloo_|store_|launcher_)') || status=1
+       ctest --output-on-failure -R "$tests") || status=1
 }
 
 case "$what" in
