@@ -39,20 +39,23 @@ run_asan() {
 }
 
 # test_executables <build> <ctest regex>: the executables (ninja outputs, relative to <build>) that the
-# commands of the matching tests name, so that a build can compile only what those tests run.
+# commands of the matching tests name, read from the CTestTestfile.cmake files (ctest itself leaves out
+# the command of a test whose executable is not built yet), so that a build can compile only those.
 test_executables() {
   local build=$1 regex=$2
-  (cd "$build" && ctest --show-only=json-v1 -R "$regex") | python3 -c '
-import json, os, sys
-build, outputs = sys.argv[1], set(sys.argv[2].split())
+  find "$build" -name CTestTestfile.cmake -print0 | xargs -0 cat | python3 -c '
+import os, re, sys
+build, regex, outputs = sys.argv[1], re.compile(sys.argv[2]), set(sys.argv[3].split())
 found = set()
-for test in json.load(sys.stdin)["tests"]:
-    for arg in test.get("command", []):
-        for part in arg.split(";"):
-            rel = os.path.relpath(part, build) if os.path.isabs(part) else ""
-            if rel in outputs:
-                found.add(rel)
-print("\n".join(sorted(found)))' "$build" \
+for line in sys.stdin:
+    m = re.match(r"add_test\(\[(=*)\[(.*?)\]\1\]\s+(.*)\)\s*$", line)
+    if not m or not regex.search(m.group(2)):
+        continue
+    for arg in re.findall(r"\"((?:[^\"\\]|\\.)*)\"|\[(=*)\[(.*?)\]\2\]", m.group(3)):
+        for part in (arg[0] or arg[2]).split(";"):
+            if os.path.isabs(part) and os.path.relpath(part, build) in outputs:
+                found.add(os.path.relpath(part, build))
+print("\n".join(sorted(found)))' "$build" "$regex" \
     "$(ninja -C "$build" -t targets all | sed -n -E 's/^([^:]+): CXX_EXECUTABLE_LINKER.*/\1/p')"
 }
 
