@@ -1,7 +1,8 @@
 // GlooBackend's posted collectives: reduce_scatter(_v) with unequal blocks or on groups whose size is
-// not a power of two, all_gather(_v), and all_reduce on groups that span hosts. Each block goes straight to the rank
-// that needs it, as unbound buffers of the group's context posted on the caller's thread at issue, every receive before
-// any send; the waits and what follows them are queued on the point-to-point lane.
+// not a power of two, all_gather(_v), and all_reduce on groups that span hosts. Each block goes
+// straight to the rank that needs it, as unbound buffers of the group's context posted on the caller's
+// thread at issue, every receive before any send; the waits and what follows them are queued on the
+// point-to-point lane (all_reduce's all-gather: on the group's lane).
 //
 // Why not Gloo's own algorithms for these:
 // - gloo::allgather posts each send before the matching receive. A rank that arrives after its peer
@@ -45,6 +46,65 @@ std::uint64_t posted_slot(OpType op, std::uint32_t call, const std::vector<std::
   for (const std::size_t b : blocks) h = (h ^ b) * 0x100000001B3ull;
   const std::uint32_t agreed = std::uint32_t(h >> 32) ^ std::uint32_t(h);
   return (kPostedSlotPrefix << 56) | (std::uint64_t(agreed) << 24) | (seq & 0xFFFFFFu);
+}
+
+// The byte offset of each group rank's block, then the end: `lengths` in elements of `esize` bytes.
+std::vector<std::size_t> block_offsets(const std::vector<std::size_t>& lengths, std::size_t esize) {
+  std::vector<std::size_t> at(lengths.size() + 1, 0);
+  for (std::size_t p = 0; p < lengths.size(); ++p) at[p + 1] = at[p] + lengths[p] * esize;
+  return at;
+}
+
+// A reduce-scatter's transfers: every peer's contribution to this rank's block received into the
+// rows of x.scratch (group rank order), and the other blocks of `in` (offsets `at`) sent to their owners.
+void post_reduce_scatter(gloo::Context& ctx, PostedExchange& x, const void* in, const std::vector<std::size_t>& at,
+                         int me, std::uint64_t slot) {
+  const int n = int(at.size()) - 1;
+  const std::size_t mine = at[std::size_t(me) + 1] - at[std::size_t(me)];
+  if (mine > 0) {
+    x.scratch.resize(std::size_t(n) * mine);
+    x.recv = ctx.createUnboundBuffer(x.scratch.data(), x.scratch.size());
+    for (int p = 0; p < n; ++p)
+      if (p != me) {
+        x.recv->recv(p, slot, std::size_t(p) * mine, mine);
+        ++x.receives;
+      }
+  }
+  x.send = ctx.createUnboundBuffer(const_cast<void*>(in), at.back());
+  for (std::size_t p = 0; p < std::size_t(n); ++p)
+    if (int(p) != me && at[p + 1] > at[p]) {
+      x.send->send(int(p), slot, at[p], at[p + 1] - at[p]);
+      ++x.sends;
+    }
+}
+
+// After post_reduce_scatter's waits: this rank's `mine` bytes of block, its own contribution
+// `own_block` in its row, reduced in group rank order into `out`.
+void reduce_own_block(PostedExchange& x, const void* own_block, void* out, std::size_t mine, int me, int n, DType dtype,
+                      ReduceOp reduce_op) {
+  if (mine == 0) return;
+  std::memcpy(x.scratch.data() + std::size_t(me) * mine, own_block, mine);
+  backend_kit::reduce_rows(out, x.scratch.data(), mine / dtype_size(dtype), n, dtype, reduce_op);
+}
+
+// An all-gather's transfers: each peer's block received into `out` at its offset `at`, and this
+// rank's `mine_bytes` at `mine` sent to every peer.
+void post_all_gather(gloo::Context& ctx, PostedExchange& x, void* out, const std::vector<std::size_t>& at, int me,
+                     const void* mine, std::size_t mine_bytes, std::uint64_t slot) {
+  const int n = int(at.size()) - 1;
+  x.recv = ctx.createUnboundBuffer(out, at.back());
+  for (std::size_t p = 0; p < std::size_t(n); ++p)
+    if (int(p) != me && at[p + 1] > at[p]) {
+      x.recv->recv(int(p), slot, at[p], at[p + 1] - at[p]);
+      ++x.receives;
+    }
+  if (mine_bytes == 0) return;
+  x.send = ctx.createUnboundBuffer(const_cast<void*>(mine), mine_bytes);
+  for (int p = 0; p < n; ++p)
+    if (p != me) {
+      x.send->send(p, slot, 0, mine_bytes);
+      ++x.sends;
+    }
 }
 
 }  // namespace
@@ -92,35 +152,14 @@ Work GlooBackend::posted_reduce_scatter(const Reduction& r, const std::vector<in
   const Buffer out = r.out;
   const DType dtype = in.dtype;
   const ReduceOp reduce_op = r.reduce_op;
-  const std::size_t esize = dtype_size(dtype);
   const std::vector<std::size_t> lengths(blocks.begin(), blocks.end());
-  std::vector<std::size_t> at(std::size_t(n) + 1, 0);  // byte offset of each rank's block in `in`
-  for (std::size_t p = 0; p < std::size_t(n); ++p) at[p + 1] = at[p] + lengths[p] * esize;
-  const std::size_t mine = lengths[std::size_t(me)] * esize;
+  const std::vector<std::size_t> at = block_offsets(lengths, dtype_size(dtype));  // in `in`
+  const std::size_t own = at[std::size_t(me)], mine = at[std::size_t(me) + 1] - own;
   const std::uint64_t slot = posted_slot(r.op, call_tag(dtype, in.count, int(reduce_op), -1), lengths,
                                          group.posted_operations.fetch_add(1, std::memory_order_relaxed));
-  // Rows of the scratch buffer: every rank's contribution to this rank's block, group rank order.
-  auto post = [&](gloo::Context& ctx, PostedExchange& x) {
-    if (mine > 0) {
-      x.scratch.resize(std::size_t(n) * mine);
-      x.recv = ctx.createUnboundBuffer(x.scratch.data(), x.scratch.size());
-      for (int p = 0; p < n; ++p)
-        if (p != me) {
-          x.recv->recv(p, slot, std::size_t(p) * mine, mine);
-          ++x.receives;
-        }
-    }
-    x.send = ctx.createUnboundBuffer(const_cast<void*>(in.data), in.bytes());
-    for (std::size_t p = 0; p < std::size_t(n); ++p)
-      if (int(p) != me && at[p + 1] > at[p]) {
-        x.send->send(int(p), slot, at[p], at[p + 1] - at[p]);
-        ++x.sends;
-      }
-  };
-  auto done = [in, out, own = at[std::size_t(me)], me, n, mine, dtype, reduce_op](PostedExchange& x) {
-    if (mine == 0) return;
-    std::memcpy(x.scratch.data() + std::size_t(me) * mine, static_cast<const std::byte*>(in.data) + own, mine);
-    backend_kit::reduce_rows(out.data, x.scratch.data(), mine / dtype_size(dtype), n, dtype, reduce_op);
+  auto post = [&](gloo::Context& ctx, PostedExchange& x) { post_reduce_scatter(ctx, x, in.data, at, me, slot); };
+  auto done = [in, out, own, me, n, mine, dtype, reduce_op](PostedExchange& x) {
+    reduce_own_block(x, static_cast<const std::byte*>(in.data) + own, out.data, mine, me, n, dtype, reduce_op);
   };
   return posted(group, r.op, how, post, std::move(done));
 }
@@ -132,14 +171,13 @@ Work GlooBackend::posted_all_reduce(const Reduction& r, Completion how) {
   const Buffer data = r.out;  // in place: r.in is the same buffer
   const DType dtype = data.dtype;
   const ReduceOp reduce_op = r.reduce_op;
-  const backend_kit::ReduceFn fn = backend_kit::reduce_function(dtype, reduce_op);
   if (n == 1) return Work{};
-  const std::size_t esize = dtype_size(dtype);
   const std::uint32_t tag = call_tag(dtype, data.count, int(reduce_op), -1);
   if (n == 2) {
     // The whole buffer each way: the bytes of a ring, in one posted transfer per direction.
     const int peer = 1 - me;
     const std::size_t bytes = data.bytes();
+    const backend_kit::ReduceFn fn = backend_kit::reduce_function(dtype, reduce_op);
     const std::uint64_t slot =
         posted_slot(r.op, tag, {data.count}, group.posted_operations.fetch_add(1, std::memory_order_relaxed));
     auto post = [&](gloo::Context& ctx, PostedExchange& x) {
@@ -162,34 +200,17 @@ Work GlooBackend::posted_all_reduce(const Reduction& r, Completion how) {
   // an all-gather of the reduced blocks. Both slots are taken now, in issue order.
   std::vector<std::size_t> lengths(std::size_t(n), data.count / std::size_t(n));
   for (std::size_t p = 0; p < data.count % std::size_t(n); ++p) ++lengths[p];
-  std::vector<std::size_t> at(std::size_t(n) + 1, 0);  // byte offset of each rank's block
-  for (std::size_t p = 0; p < std::size_t(n); ++p) at[p + 1] = at[p] + lengths[p] * esize;
+  const std::vector<std::size_t> at = block_offsets(lengths, dtype_size(dtype));
   const std::size_t own = at[std::size_t(me)], mine = at[std::size_t(me) + 1] - own;
   const std::uint32_t seq = group.posted_operations.fetch_add(2, std::memory_order_relaxed);
   const std::uint64_t scatter_slot = posted_slot(r.op, tag, lengths, seq);
   const std::uint64_t gather_slot = posted_slot(r.op, tag, lengths, seq + 1);
-  auto* bytes = static_cast<std::byte*>(data.data);
+  std::byte* const block = static_cast<std::byte*>(data.data) + own;
   auto scatter = std::make_shared<PostedExchange>();
-  const int rank = this->rank();
   RetainedOptions* retained = retained_.get();
   try {
-    run_guarded(group, r.op, rank, peers_, [&](gloo::Context& ctx) {
-      if (mine > 0) {
-        scatter->scratch.resize(std::size_t(n) * mine);
-        scatter->recv = ctx.createUnboundBuffer(scatter->scratch.data(), scatter->scratch.size());
-        for (int p = 0; p < n; ++p)
-          if (p != me) {
-            scatter->recv->recv(p, scatter_slot, std::size_t(p) * mine, mine);
-            ++scatter->receives;
-          }
-      }
-      scatter->send = ctx.createUnboundBuffer(data.data, data.bytes());
-      for (std::size_t p = 0; p < std::size_t(n); ++p)
-        if (int(p) != me && at[p + 1] > at[p]) {
-          scatter->send->send(int(p), scatter_slot, at[p], at[p + 1] - at[p]);
-          ++scatter->sends;
-        }
-    });
+    run_guarded(group, r.op, rank(), peers_,
+                [&](gloo::Context& ctx) { post_reduce_scatter(ctx, *scatter, data.data, at, me, scatter_slot); });
   } catch (...) {
     retained->keep(scatter);
     throw;
@@ -199,25 +220,9 @@ Work GlooBackend::posted_all_reduce(const Reduction& r, Completion how) {
     auto gather = std::make_shared<PostedExchange>();
     try {
       scatter->wait(std::chrono::steady_clock::now() + timeout);
-      if (mine > 0) {
-        std::memcpy(scatter->scratch.data() + std::size_t(me) * mine, bytes + own, mine);
-        backend_kit::reduce_rows(bytes + own, scatter->scratch.data(), mine / esize, n, dtype, reduce_op);
-      }
+      reduce_own_block(*scatter, block, block, mine, me, n, dtype, reduce_op);
       // Every send of the reduce-scatter is over: the other blocks of `data` can be received into.
-      gather->recv = ctx.createUnboundBuffer(data.data, data.bytes());
-      for (std::size_t p = 0; p < std::size_t(n); ++p)
-        if (int(p) != me && at[p + 1] > at[p]) {
-          gather->recv->recv(int(p), gather_slot, at[p], at[p + 1] - at[p]);
-          ++gather->receives;
-        }
-      if (mine > 0) {
-        gather->send = ctx.createUnboundBuffer(bytes + own, mine);
-        for (int p = 0; p < n; ++p)
-          if (p != me) {
-            gather->send->send(p, gather_slot, 0, mine);
-            ++gather->sends;
-          }
-      }
+      post_all_gather(ctx, *gather, data.data, at, me, block, mine, gather_slot);
       gather->wait(std::chrono::steady_clock::now() + timeout);
     } catch (...) {
       retained->keep(scatter);  // the transport thread may still signal their buffers
@@ -229,29 +234,14 @@ Work GlooBackend::posted_all_reduce(const Reduction& r, Completion how) {
 
 Work GlooBackend::posted_all_gather(const Gathering& g, std::vector<std::size_t> lengths, Completion how) {
   const auto& group = static_cast<const GlooGroup&>(g.group);
-  const int n = group.size();
   const int me = group.rank();
   const ConstBuffer in = g.in;
   const Buffer out = g.out;
-  const std::size_t esize = dtype_size(in.dtype);
-  std::vector<std::size_t> at(std::size_t(n) + 1, 0);  // byte offset of each rank's block in `out`
-  for (std::size_t p = 0; p < std::size_t(n); ++p) at[p + 1] = at[p] + lengths[p] * esize;
+  const std::vector<std::size_t> at = block_offsets(lengths, dtype_size(in.dtype));  // in `out`
   const std::uint64_t slot = posted_slot(g.op, call_tag(in.dtype, out.count, -1, -1), lengths,
                                          group.posted_operations.fetch_add(1, std::memory_order_relaxed));
   auto post = [&](gloo::Context& ctx, PostedExchange& x) {
-    x.recv = ctx.createUnboundBuffer(out.data, out.bytes());
-    for (std::size_t p = 0; p < std::size_t(n); ++p)
-      if (int(p) != me && at[p + 1] > at[p]) {
-        x.recv->recv(int(p), slot, at[p], at[p + 1] - at[p]);
-        ++x.receives;
-      }
-    if (in.bytes() == 0) return;
-    x.send = ctx.createUnboundBuffer(const_cast<void*>(in.data), in.bytes());
-    for (int p = 0; p < n; ++p)
-      if (p != me) {
-        x.send->send(p, slot, 0, in.bytes());
-        ++x.sends;
-      }
+    post_all_gather(ctx, x, out.data, at, me, in.data, in.bytes(), slot);
   };
   // This rank's own block last: `in` may be that block of `out` already.
   auto done = [in, out, own = at[std::size_t(me)]](PostedExchange&) {
