@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sanitizer runs of the suite without LibTorch (nothing of LibTorch is instrumented):
 #   1. ASan + UBSan (build-asan/): every test but the emulated cluster, the install test (it builds a
-#      consumer against an installed, uninstrumented idist) and the benchmarks' smoke runs;
+#      consumer against an installed, uninstrumented idist), the benchmarks' smoke runs and the style
+#      and docs checks (scripts that run no instrumented code);
 #   2. TSan (build-tsan/): the gloo, store and launcher tests (only their executables are built).
 # Suppressions (scripts/sanitizers/*.supp) cover only Open MPI and Gloo internals, each with its reason.
 # Instrumented code runs several times slower, so the tests' upper bounds on durations are scaled
@@ -33,9 +34,9 @@ run_asan() {
   export IDIST_TEST_TIME_SCALE="${ASAN_TIME_SCALE:-3}"
   (cd "$build" && ASAN_OPTIONS="$asan:detect_leaks=1:suppressions=$supp/asan.supp" \
        LSAN_OPTIONS="suppressions=$supp/lsan.supp" UBSAN_OPTIONS="$ubsan" \
-       ctest --output-on-failure -E '^(cluster_|install_|bench_)|mpi' ) || status=1
+       ctest --output-on-failure -E '^(cluster_|install_|bench_|style_|docs_)|mpi' ) || status=1
   (cd "$build" && ASAN_OPTIONS="$asan:detect_leaks=0:suppressions=$supp/asan.supp" UBSAN_OPTIONS="$ubsan" \
-       ctest --output-on-failure -R 'mpi' -E '^(cluster_|install_|bench_)' ) || status=1
+       ctest --output-on-failure -R 'mpi' -E '^(cluster_|install_|bench_|style_|docs_)' ) || status=1
 }
 
 # test_executables <build> <ctest regex>: the executables (ninja outputs, relative to <build>) that the
