@@ -100,7 +100,8 @@ def rewrite(command, headers, extra):
     if "-DFMT_HEADER_ONLY=1" not in out:
         out.insert(1, "-DFMT_HEADER_ONLY=1")  # LibTorch 2.x bundles its own fmt, headers only
     if is_gcc(out[0]):
-        # GCC collects garbage less often: about 15 % faster on these units, 20 % more memory per job.
+        # GCC collects garbage less often: faster on these header-heavy units, for more memory per job
+        # (docs/testing.md, "How long the suite takes").
         extra = extra + ["--param=ggc-min-expand=100", "--param=ggc-min-heapsize=2097152"]
     return out[:1] + extra + out[1:] + ["-fsyntax-only"]
 
