@@ -39,3 +39,31 @@ tcp_goodput() {
   mtu=$("$1" run 1 cat /sys/class/net/eth0/mtu)
   awk -v m="$mtu" 'BEGIN { printf "%.4f\n", (m - 52) / (m + 14) }'
 }
+
+# The two helpers below start commands on an emulated 2-host cluster (scripts/cluster.sh) that is up;
+# they read the caller's cluster (its script), h1 (host 1's name), pin (1: host K's processes on core
+# K-1) and run_timeout (seconds each command may run).
+#
+# host_prefix <K>: sets hp to the command prefix that runs on emulated host K (pinned to core K-1 when
+# pin is 1).
+host_prefix() {
+  hp=("$cluster" run "$1")
+  [ "$pin" = 1 ] && hp+=(taskset -c $(($1 - 1)))
+  return 0
+}
+
+# pair <log> <command...>: the command as rank 1 on host 2 (background) and rank 0 on host 1, with
+# torchrun's variables; rank 0's output goes to <log>.out, both ranks' errors to <log>.err*.
+pair() {
+  local log=$1 port rank1 status=0
+  shift
+  port=$((20000 + RANDOM % 20000))
+  local env=(env WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR="$h1" MASTER_PORT="$port" OMP_NUM_THREADS=1)
+  host_prefix 2
+  timeout --kill-after=30 "$run_timeout" "${hp[@]}" "${env[@]}" RANK=1 "$@" > /dev/null 2> "$log.err1" &
+  rank1=$!
+  host_prefix 1
+  timeout --kill-after=30 "$run_timeout" "${hp[@]}" "${env[@]}" RANK=0 "$@" > "$log.out" 2> "$log.err" || status=$?
+  wait "$rank1" || status=$?
+  return "$status"
+}

@@ -16,6 +16,8 @@ cluster="$root/scripts/cluster.sh"
 rate=${RATE:-1gbit}
 batch=${BATCH:-2048}
 seconds=${STREAM_SECONDS:-150}  # each stream's length: longer than one benchmark run
+pin=1            # host K's rank and stream ends on core K-1 (bench_env.sh's host_prefix and pair)
+run_timeout=600  # seconds per benchmark run
 [[ $seconds =~ ^[1-9][0-9]*$ && $seconds -le 600 ]] || { echo "run_network_contention: STREAM_SECONDS=$seconds, expected 1..600" >&2; exit 1; }
 dir="$out/contention_${rate}_b$batch"
 mkdir -p "$dir"
@@ -31,31 +33,25 @@ trap 'stop_streams; "$cluster" down >/dev/null 2>&1 || true' EXIT
 "$cluster" up 2 --rate "$rate" >/dev/null
 h1=$("$cluster" hostname 1)
 
-# bench <label>: no_sync on both hosts, pinned.
+# bench <label>: no_sync on both hosts, pinned (bench_env.sh's pair).
 bench() {
-  local port=$((20000 + RANDOM % 20000)) rank1
-  local args=(--backend gloo --models mlp32x512 --configs no_sync --batch "$batch" --warmup 2 --rounds 3 --steps 4
-              --out-dir "$dir" --label "$1")
-  "$cluster" run 2 taskset -c 1 env RANK=1 LOCAL_RANK=0 WORLD_SIZE=2 LOCAL_WORLD_SIZE=1 MASTER_ADDR="$h1" \
-    MASTER_PORT="$port" timeout 600 "$bin" "${args[@]}" > "$dir/$1.rank1.txt" 2>&1 &
-  rank1=$!
-  "$cluster" run 1 taskset -c 0 env RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 LOCAL_WORLD_SIZE=1 MASTER_ADDR="$h1" \
-    MASTER_PORT="$port" timeout 600 "$bin" "${args[@]}" > "$dir/$1.txt" 2>&1
-  wait "$rank1"
+  pair "$dir/$1" "$bin" --backend gloo --models mlp32x512 --configs no_sync --batch "$batch" --warmup 2 --rounds 3 \
+    --steps 4 --out-dir "$dir" --label "$1"
 }
 
 # streams_on <label>: one stream each way for $seconds, host K's ends on core K-1.
 streams_on() {
-  local to from addr port
+  local to addr port
   for to in 1 2; do
-    from=$((3 - to))
     addr=$("$cluster" addr "$to")
     port=$((20000 + RANDOM % 20000))
-    timeout $((seconds + 60)) "$cluster" run "$to" taskset -c $((to - 1)) python3 "$root/benchmarks/tcp_stream.py" \
+    host_prefix "$to"
+    timeout $((seconds + 60)) "${hp[@]}" python3 "$root/benchmarks/tcp_stream.py" \
       recv "$addr" "$port" $((1 << 40)) "$seconds" > "$dir/$1.stream_to_$to.txt" 2>&1 &
     streams+=($!)
     sleep 1
-    timeout $((seconds + 60)) "$cluster" run "$from" taskset -c $((from - 1)) python3 "$root/benchmarks/tcp_stream.py" \
+    host_prefix $((3 - to))
+    timeout $((seconds + 60)) "${hp[@]}" python3 "$root/benchmarks/tcp_stream.py" \
       send "$addr" "$port" $((1 << 40)) "$seconds" &
     streams+=($!)
   done
@@ -70,24 +66,25 @@ for round in 1 2; do
   streams=()
 done
 
-{
-  echo "# $rate, batch $batch per rank: no_sync's p50 step (ms) quiet and with streams both ways"
-  for run in quiet1 traffic1 quiet2 traffic2; do
-    awk -F, -v r="$run" 'NR > 1 { printf "%-9s p50 %8.1f  forward %7.1f  backward %7.1f\n", r, $7, $25, $26 }' \
-      "$dir/training_${run}_mlp32x512.csv"
-  done
-  for f in "$dir"/traffic*.stream_to_*.txt; do echo "# $(basename "$f"): $(cat "$f")"; done
-  # The cost per MiB: the step's growth over the MiB each stream carried during one traffic step.
-  python3 - "$dir" <<'PY'
-import csv, glob, re, sys
-d = sys.argv[1]
-p50 = lambda run: float(next(csv.DictReader(open(f"{d}/training_{run}_mlp32x512.csv")))["p50_ms"])
+# The summary: each run's p50 step, the streams' rates, and the cost per MiB (the step's growth over the
+# MiB each stream carried during one traffic step).
+python3 - "$dir" "$rate" "$batch" <<'PY' | tee "$dir/summary.txt"
+import csv, glob, os, re, sys
+d, rate, batch = sys.argv[1:4]
+rows = {r: next(csv.DictReader(open(f"{d}/training_{r}_mlp32x512.csv"))) for r in ("quiet1", "traffic1", "quiet2", "traffic2")}
+print(f"# {rate}, batch {batch} per rank: no_sync's p50 step (ms) quiet and with streams both ways")
+for r, row in rows.items():
+    print(f"{r:<9} p50 {float(row['p50_ms']):8.1f}  forward {float(row['forward_p50_ms']):7.1f}  "
+          f"backward {float(row['backward_p50_ms']):7.1f}")
+rates = []
+for f in sorted(glob.glob(f"{d}/traffic*.stream_to_*.txt")):
+    text = open(f).read().strip()
+    print(f"# {os.path.basename(f)}: {text}")
+    rates += [float(m) for m in re.findall(r"([0-9.]+) Gbit/s", text)]
+p50 = lambda r: float(rows[r]["p50_ms"])
 quiet, traffic = (p50("quiet1") + p50("quiet2")) / 2, (p50("traffic1") + p50("traffic2")) / 2
-rates = [float(m.group(1)) for f in glob.glob(f"{d}/traffic*.stream_to_*.txt")
-         for m in [re.search(r"([0-9.]+) Gbit/s", open(f).read())] if m]
 if rates:
     mib = sum(rates) / len(rates) * 1e9 / 8 * traffic / 1e3 / 2**20
     print(f"quiet {quiet:.1f} ms, traffic {traffic:.1f} ms, streams {min(rates):.3f}-{max(rates):.3f} Gbit/s "
           f"({mib:.0f} MiB each way per step): {(traffic - quiet) / mib:.2f} ms per MiB each way")
 PY
-} | tee "$dir/summary.txt"

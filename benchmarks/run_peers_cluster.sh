@@ -55,30 +55,6 @@ mkdir -p "$logs"
 rm -f "$runs"
 trap '"$cluster" down >/dev/null 2>&1 || true; rm -rf "$scratch"' EXIT
 
-# host_prefix <K>: sets hp to the command prefix that runs on emulated host K (pinned to core K-1 when
-# PIN=1).
-host_prefix() {
-  hp=("$cluster" run "$1")
-  [ "$pin" = 1 ] && hp+=(taskset -c $(($1 - 1)))
-  return 0
-}
-
-# pair <log> <command...>: the command as rank 1 on host 2 (background) and rank 0 on host 1, with
-# torchrun's variables; rank 0's output goes to <log>.out, both ranks' errors to <log>.err*.
-pair() {
-  local log=$1 port rank1 status=0
-  shift
-  port=$((20000 + RANDOM % 20000))
-  local env=(env WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR="$h1" MASTER_PORT="$port" OMP_NUM_THREADS=1)
-  host_prefix 2
-  timeout --kill-after=30 "$run_timeout" "${hp[@]}" "${env[@]}" RANK=1 "$@" > /dev/null 2> "$log.err1" &
-  rank1=$!
-  host_prefix 1
-  timeout --kill-after=30 "$run_timeout" "${hp[@]}" "${env[@]}" RANK=0 "$@" > "$log.out" 2> "$log.err" || status=$?
-  wait "$rank1" || status=$?
-  return "$status"
-}
-
 # run_program <program> <batch> <log>: one run; prints its JSON line.
 run_program() {
   local p=$1 batch=$2 log=$3
