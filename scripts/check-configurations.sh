@@ -2,7 +2,8 @@
 # Builds idist in its single-backend configurations (serial-only, mpi-only, gloo-only, nccl-only;
 # the main build is "everything"), installs each into its own prefix and builds and runs a consumer
 # that calls idist::Parallel (tests/install/consumer_parallel) against it. Part of README command 2.
-# Usage: scripts/check-configurations.sh [serial|mpi|gloo|nccl ...]   (default: all four)
+# Usage: scripts/check-configurations.sh [--build-only] [serial|mpi|gloo|nccl ...]   (default: all four;
+#   --build-only configures and builds them, nothing more: run-tests.sh does that while ctest runs)
 # Environment: JOBS (build parallelism, default nproc), CONFIG_ROOT (default build-configs/).
 # nccl-only needs CUDA and NCCL (/usr/local/cuda); without them it is reported as skipped.
 set -euo pipefail
@@ -10,6 +11,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jobs="${JOBS:-$(nproc)}"
 base="${CONFIG_ROOT:-$root/build-configs}"
+build_only=0
+[[ "${1:-}" == --build-only ]] && { build_only=1; shift; }
 configs=("$@")
 [[ ${#configs[@]} -eq 0 ]] && configs=(serial mpi gloo nccl)
 mpiexec_flags=(--allow-run-as-root --oversubscribe --mca btl_vader_single_copy_mechanism none)
@@ -24,7 +27,7 @@ for c in "${configs[@]}"; do
     mpi) mpi=ON ;;
     gloo) gloo=ON ;;
     nccl) nccl=ON ;;
-    *) echo "usage: $0 [serial|mpi|gloo|nccl ...]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--build-only] [serial|mpi|gloo|nccl ...]" >&2; exit 2 ;;
   esac
   if [[ $c == nccl && ! -e /usr/local/cuda/include/nccl.h && ! -e /usr/include/nccl.h ]]; then
     summary+=("$c-only: skipped (no CUDA / NCCL on this machine)")
@@ -40,6 +43,10 @@ for c in "${configs[@]}"; do
        -DIDIST_BUILD_EXAMPLES=OFF -DIDIST_BUILD_BENCHMARKS=ON -DIDIST_WITH_TORCH=OFF \
        -DIDIST_WITH_MPI=$mpi -DIDIST_WITH_GLOO=$gloo -DIDIST_WITH_NCCL=$nccl >"$build.configure.log" 2>&1 &&
      cmake --build "$build" -j"$jobs" >"$build.build.log" 2>&1; then
+    if ((build_only)); then
+      summary+=("$c-only: built ($((SECONDS - start)) s)")
+      continue
+    fi
     case $c in
       mpi) run="$(IFS=';'; echo "mpirun;${mpiexec_flags[*]};-np;2;@APP@;mpi")" ;;
       *) run="@APP@;$c" ;;

@@ -8,14 +8,18 @@
 # Instrumented code runs several times slower, so the tests' upper bounds on durations are scaled
 # (IDIST_TEST_TIME_SCALE, tests/support/time_scale.hpp): 3 under ASan + UBSan, 5 under TSan (its
 # shadow-memory bookkeeping costs more, and Gloo's threads make it pay most); lower bounds never scale.
-# Usage: scripts/run-sanitizers.sh [asan|tsan|all]   (default all). Environment: JOBS (default nproc),
-#   ASAN_TIME_SCALE / TSAN_TIME_SCALE to change those factors.
+# Usage: scripts/run-sanitizers.sh [asan|tsan|all] [--build-only]   (default all; --build-only configures
+#   and builds, runs nothing: run-tests.sh does that at idle priority while ctest runs).
+#   Environment: JOBS (default nproc), ASAN_TIME_SCALE / TSAN_TIME_SCALE to change those factors.
 # Exits non-zero when a test fails or a sanitizer reports.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jobs="${JOBS:-$(nproc)}"
 what="${1:-all}"
+build_only=0
+[[ "${2:-}" == --build-only ]] && build_only=1
+[[ -z "${2:-}" || $build_only == 1 ]] || { echo "usage: $0 [asan|tsan|all] [--build-only]" >&2; exit 2; }
 supp="$root/scripts/sanitizers"
 common=(-G Ninja -DIDIST_BUILD_TESTS=ON -DIDIST_BUILD_EXAMPLES=OFF -DIDIST_BUILD_BENCHMARKS=OFF
         -DIDIST_WITH_TORCH=OFF -DIDIST_WITH_NCCL=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo)
@@ -25,6 +29,7 @@ run_asan() {
   local build="$root/build-asan"
   cmake -S "$root" -B "$build" "${common[@]}" -DIDIST_SANITIZE=address,undefined
   cmake --build "$build" -j"$jobs"
+  ((build_only)) && return
   # detect_leaks=0: Open MPI's and hwloc's allocations made in MPI_Init live until exit by design and
   # are reported as leaks by LeakSanitizer in every mpirun-launched process; idist's own leaks are
   # still covered by ASan's heap checks in the non-MPI tests, which run with leak detection on below.
@@ -73,6 +78,7 @@ run_tsan() {
     return
   fi
   cmake --build "$build" -j"$jobs" --target "${executables[@]}"
+  ((build_only)) && return
   # second_deadlock_stack: both stacks of a lock-order report; halt_on_error: a report fails the test.
   export IDIST_TEST_TIME_SCALE="${TSAN_TIME_SCALE:-5}"
   (cd "$build" && TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp" \
@@ -83,6 +89,6 @@ case "$what" in
   asan) run_asan ;;
   tsan) run_tsan ;;
   all) run_asan; run_tsan ;;
-  *) echo "usage: $0 [asan|tsan|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [asan|tsan|all] [--build-only]" >&2; exit 2 ;;
 esac
 exit "$status"

@@ -8,8 +8,9 @@
 # Extra arguments go to ctest, e.g.  scripts/run-tests.sh -R conformance  (they skip the sanitizer runs
 # and the single-backend builds; under CI=true the run then FAILS, as it left part of the suite out)
 # Environment: BUILD_DIR (default build/), JOBS (build parallelism, default nproc),
-#   SANITIZERS=0 to skip the sanitizer runs, CONFIGURATIONS=0 to skip the single-backend builds
+#   SANITIZERS=0 to skip the sanitizer runs, CONFIGURATIONS=0 to skip the single-backend builds,
 #   (default: both run when no ctest arguments are given; under CI=true skipping either fails the run),
+#   PREBUILD=0 to build those (and the fuzz targets) in their own steps, not at idle priority during ctest,
 #   IDIST_TEST_RERUN=1 (outside CI only): an mpi job whose launcher alone crashed or hung runs once more
 #   (tests/support/mpi_launcher.sh) instead of failing its test.
 # CI=true (or CI=1) makes the run a gate (docs/testing.md, "How a test decides pass or fail"):
@@ -77,8 +78,37 @@ log="$build/ctest.log"
 status=0
 rm -f "$build/test-reruns.log"
 rm -rf "$build/test-records"
+# ---- The later steps' builds, at idle priority while ctest runs ----
+# ctest runs one test at a time, and most of its time goes to multi-rank tests that wait (timeouts,
+# restarts, rendezvous): about half of both cores sits idle. The single-backend, sanitizer and
+# fuzzing builds take that time under SCHED_IDLE, which gives a core to any test process that wakes.
+# Each step below still builds first (a no-op when this finished) and reports its own errors, so a
+# failure here is only logged. PREBUILD=0 builds them in their steps instead.
+prebuild() {
+  if enabled CONFIGURATIONS; then
+    bash "$root/scripts/check-configurations.sh" --build-only || echo "prebuild: configurations failed"
+  fi
+  if enabled SANITIZERS; then
+    bash "$root/scripts/run-sanitizers.sh" all --build-only || echo "prebuild: sanitizer builds failed"
+  fi
+  if enabled FUZZ && command -v "${FUZZ_CXX:-clang++}" >/dev/null; then
+    CXX="${FUZZ_CXX:-clang++}" bash "$root/scripts/run-fuzz.sh" --build-only || echo "prebuild: fuzz build failed"
+  fi
+}
+prebuild_pid=
+if [[ "${PREBUILD:-1}" == 1 ]] && { enabled CONFIGURATIONS || enabled SANITIZERS || enabled FUZZ; }; then
+  (chrt --idle -p 0 "$BASHPID" && renice -n 19 -p "$BASHPID" >/dev/null && prebuild) \
+    >"$build/prebuild.log" 2>&1 &
+  prebuild_pid=$!
+fi
+
 # Multi-rank tests already use every core: one test at a time.
 logged "$log" bash -c 'cd "$1" && shift && ctest --output-on-failure "$@"' _ "$build" "$@" || status=$?
+if [[ -n "$prebuild_pid" ]]; then
+  start=$SECONDS
+  wait "$prebuild_pid" || echo "prebuild: could not start at idle priority (see $build/prebuild.log)"
+  echo "==================== prebuild: waited $((SECONDS - start)) s after ctest (log: $build/prebuild.log) ===================="
+fi
 
 cfg_log="$build/configurations.log"
 cfg_status=0
