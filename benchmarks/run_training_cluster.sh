@@ -17,7 +17,7 @@
 # synchronous floor forward + max(backward + optimizer step, wire) from no_sync's timed phases, also with
 # the wire time at TCP's goodput on the shaped link (tcp_goodput in bench_env.sh).
 # PIN=1 pins each rank to one core (host K's rank to core K-1, as idist::spawn pins its workers); by
-# default (0) the ranks float over both cores.
+# default (0) the ranks float over both cores. RUN_TIMEOUT: seconds per benchmark run (3600).
 # As root; tears the cluster down on exit.
 #
 #   RATES="1gbit 10gbit" MODELS=mlp32x512 BUILD_DIR=build benchmarks/run_training_cluster.sh [args...]
@@ -43,8 +43,8 @@ pin=${PIN:-0}
 mpi_pin=()
 # shellcheck disable=SC2016
 [ "$pin" = 1 ] && mpi_pin=(--bind-to none sh -c 'exec taskset -c "$OMPI_COMM_WORLD_RANK" "$@"' pin)
-# gloo: host K's process, pinned to core K-1 with PIN=1.
-host_pin() { [ "$pin" = 1 ] && echo taskset -c $(($1 - 1)); true; }
+# Seconds each benchmark run may take (a hung rank ends there, the run fails).
+run_timeout=${RUN_TIMEOUT:-3600}
 trap '"$cluster" down >/dev/null 2>&1 || true' EXIT
 
 sweep=${SWEEP:-1}
@@ -60,7 +60,7 @@ bound_configs=${BOUND_CONFIGS:-no_sync,auto_model,auto_model+fp16}
 
 # run_backends DIR CONFIGS MODELS ARGS...: the benchmark on the cluster that is up, for each backend.
 run_backends() {
-  local dir=$1 configs=$2 models=$3 b p label port rank1
+  local dir=$1 configs=$2 models=$3 b p label
   shift 3
   mkdir -p "$dir"
   for b in $backends; do
@@ -72,7 +72,7 @@ run_backends() {
           [ "$p" = auto ] || label=mpi-thread$p
           [ "$p" = 0 ] && label=mpi-nothread
           # shellcheck disable=SC2046
-          "$cluster" run 1 env IDIST_MPI_PROGRESS_THREAD="$p" mpirun "${mpiflags[@]}" \
+          timeout --kill-after=30 "$run_timeout" "$cluster" run 1 env IDIST_MPI_PROGRESS_THREAD="$p" mpirun "${mpiflags[@]}" \
             $("$root/scripts/cluster-agent.sh" --mpirun-flags) --host "$h1:1,$h2:1" -np 2 -x OMP_NUM_THREADS \
             -x IDIST_MPI_PROGRESS_THREAD ${IDIST_MPI_PROGRESS_CHUNK_BYTES:+-x IDIST_MPI_PROGRESS_CHUNK_BYTES} \
             ${IDIST_MPI_PROGRESS_INTERVAL_US:+-x IDIST_MPI_PROGRESS_INTERVAL_US} \
@@ -80,15 +80,10 @@ run_backends() {
         done
         ;;
       gloo)
-        port=$((20000 + RANDOM % 20000))
-        # shellcheck disable=SC2046
-        "$cluster" run 2 $(host_pin 2) env RANK=1 LOCAL_RANK=0 WORLD_SIZE=2 LOCAL_WORLD_SIZE=1 MASTER_ADDR="$h1" \
-          MASTER_PORT="$port" "$bin" "${args[@]}" > "$dir/training_gloo.rank1.txt" 2>&1 &
-        rank1=$!
-        # shellcheck disable=SC2046
-        "$cluster" run 1 $(host_pin 1) env RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 LOCAL_WORLD_SIZE=1 MASTER_ADDR="$h1" \
-          MASTER_PORT="$port" "$bin" "${args[@]}" | tee "$dir/training_gloo.txt"
-        wait "$rank1"
+        pair "$dir/training_gloo" "$bin" "${args[@]}" ||
+          { echo "run_training_cluster: gloo failed (or ran past RUN_TIMEOUT=$run_timeout s):" >&2
+            cat "$dir/training_gloo.err" "$dir/training_gloo.err1" >&2; exit 1; }
+        cat "$dir/training_gloo.out"
         ;;
       *) continue ;;
     esac

@@ -6,8 +6,10 @@ The linked and tested build uses Debian's LibTorch 1.13; most users build agains
 include directories for those of a LibTorch 2.x and runs each with -fsyntax-only, so code that relies
 on 1.13's transitive includes, or on an fmt older than the one LibTorch 2.x bundles, fails here.
 Files that hold CUDA-only code (guarded by IDIST_TORCH_CUDA) are compiled a second time with that
-macro and the CUDA toolkit's headers, where the toolkit exists. A target's precompiled header is left
-out of the commands, as it would supply includes a unit lacks.
+macro and the CUDA toolkit's headers, where the toolkit exists. A unit that the build compiles with a
+target's precompiled header (the LibTorch layer's gtest binaries: <torch/torch.h> and <gtest/gtest.h>,
+which these units include anyway) gets the same header precompiled against LibTorch 2.x; every other
+unit, the library's above all, is compiled without one, so an include it lacks fails here.
 
 Headers, first found: --headers, $IDIST_LIBTORCH_CHECK_DIR (a LibTorch root, i.e. a folder with
 include/torch/csrc/api/include), or the repository's ../shared/libtorch-2.11/include.tar.xz, unpacked
@@ -22,6 +24,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -72,8 +75,9 @@ def cuda_include_dirs(cuda_root):
     return [d for d in dirs if os.path.isfile(os.path.join(d, "cuda_runtime_api.h"))]
 
 
-def rewrite(command, headers, extra):
-    """The compile command with LibTorch's include directories replaced and output turned off."""
+def rewrite(command, headers, extra, pch=None):
+    """The compile command with LibTorch's include directories replaced and output turned off; the
+    target's precompiled header, if any, swapped for pch (a header whose .gch is built against 2.x)."""
     argv = shlex.split(command)
     out = [argv[0], "-isystem", os.path.join(headers, "include"),
            "-isystem", os.path.join(headers, "include", TORCH_API_INCLUDE)]
@@ -87,7 +91,9 @@ def rewrite(command, headers, extra):
             i += 1
             continue
         if a == "-include" and i + 1 < len(argv) and PCH_HEADER in argv[i + 1]:
-            i += 2  # the precompiled header holds the other LibTorch's headers, and would hide a missing include
+            if pch:  # the build's .gch holds the other LibTorch's headers
+                out += ["-include", pch]
+            i += 2
             continue
         if a in ("-isystem", "-I") and i + 1 < len(argv) and TORCH_API_INCLUDE in argv[i + 1]:
             i += 2
@@ -112,6 +118,25 @@ def is_gcc(compiler):
         p = subprocess.run([compiler, "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         GCC[compiler] = p.returncode == 0 and "Free Software Foundation" in p.stdout and "clang" not in p.stdout
     return GCC[compiler]
+
+
+def pch_of(command):
+    """The precompiled header a compile command includes (CMake's cmake_pch.hxx), or None."""
+    argv = shlex.split(command)
+    for a, b in zip(argv, argv[1:]):
+        if a == "-include" and PCH_HEADER in b:
+            return b
+    return None
+
+
+def precompile(header, copy, argv, cwd):
+    """Copies the build's precompiled header source to copy and precompiles it there (copy + ".gch",
+    which GCC takes for -include copy); returns (ok, compiler output)."""
+    os.makedirs(os.path.dirname(copy), exist_ok=True)
+    with open(header) as src, open(copy, "w") as dst:
+        dst.write(src.read())
+    p = subprocess.run(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return p.returncode == 0, p.stdout
 
 
 def compile_one(job):
@@ -152,7 +177,7 @@ def main():
 
     # Repository-relative path -> (compile command, its directory): of a file built by several targets,
     # the first command that includes LibTorch, else the first.
-    entries = {}
+    entries, sources = {}, {}
     for entry in json.load(open(db)):
         path = os.path.realpath(os.path.join(entry["directory"], entry["file"]))
         if path.startswith(repo + os.sep):
@@ -160,24 +185,32 @@ def main():
             rel = os.path.relpath(path, repo)
             if rel not in entries or (TORCH_API_INCLUDE in command and TORCH_API_INCLUDE not in entries[rel][0]):
                 entries[rel] = (command, entry["directory"])
+                sources[rel] = entry["file"]
     cuda_flags = [f"-D{CUDA_MACRO}=1"] + [x for d in cuda for x in ("-isystem", d)]
     wanted = lambda rel: not args.filter or re.search(args.filter, os.path.join(repo, rel))
 
+    # A job: (name, argv, directory, the build's precompiled header it waits for or None).
     jobs, seen, cuda_units = [], set(), 0
+    pchs = {}  # the build's cmake_pch.hxx -> (its copy in the build folder, the precompile command, directory)
     for rel, (command, directory) in entries.items():
         if TORCH_API_INCLUDE not in command or PCH_HEADER in rel or not wanted(rel):
             continue
         seen.add(rel)
-        jobs.append((rel, rewrite(command, headers, []), directory))
+        header = pch_of(command)
+        if header and header not in pchs:
+            copy = os.path.join(build, "libtorch2-pch", str(len(pchs)), PCH_HEADER)  # removed at the end
+            flags = [a for a in rewrite(command, headers, []) if a not in ("-fsyntax-only", sources[rel])]
+            pchs[header] = (copy, flags + ["-x", "c++-header", copy, "-o", copy + ".gch"], directory)
+        jobs.append((rel, rewrite(command, headers, [], pchs[header][0] if header else None), directory, header))
         if cuda and CUDA_MACRO in open(os.path.join(repo, rel), errors="replace").read():
-            jobs.append((rel + " [CUDA]", rewrite(command, headers, cuda_flags), directory))
+            jobs.append((rel + " [CUDA]", rewrite(command, headers, cuda_flags), directory, None))
             cuda_units += 1
     for unit, like in CUDA_ONLY_UNITS.items() if cuda else ():
         # Absent: no CUDA tests in this build; present: a build with CUDA LibTorch compiled it above.
         if like not in entries or unit in entries or not wanted(unit):
             continue
         command, directory = entries[like]
-        jobs.append((unit + " [CUDA]", rewrite(command.replace(like, unit), headers, cuda_flags), directory))
+        jobs.append((unit + " [CUDA]", rewrite(command.replace(like, unit), headers, cuda_flags), directory, None))
         cuda_units += 1
     if not jobs:
         print("libtorch2 check: FAILED: no translation unit includes LibTorch (is the LibTorch layer configured?)")
@@ -188,12 +221,24 @@ def main():
 
     failed = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for name, rc, output, seconds in pool.map(compile_one, jobs):
+        # The headers are queued first and their units last, so no worker waits on a header still queued.
+        built = {h: pool.submit(precompile, h, *pchs[h]) for h in pchs}
+
+        def run(job):
+            name, argv, cwd, header = job
+            if header:
+                ok, output = built[header].result()
+                if not ok:
+                    return name, 1, f"precompiling {header} against LibTorch {version} failed:\n{output}", 0.0
+            return compile_one((name, argv, cwd))
+
+        for name, rc, output, seconds in pool.map(run, sorted(jobs, key=lambda job: job[3] is not None)):
             print(f"  {'ok  ' if rc == 0 else 'FAIL'} {name} ({seconds:.1f} s)", flush=True)
             if rc != 0:
                 failed.append(name)
                 errors = [line for line in output.splitlines() if "error" in line]
                 print("\n".join("      " + line for line in (errors or output.splitlines())[:30]), flush=True)
+    shutil.rmtree(os.path.join(build, "libtorch2-pch"), ignore_errors=True)  # each .gch is most of a GB
     print(f"libtorch2 check: {len(jobs) - len(failed)} of {len(jobs)} compiled, {len(failed)} failed"
           + (": " + ", ".join(failed) if failed else ""))
     return 1 if failed else 0
