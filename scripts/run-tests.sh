@@ -81,7 +81,8 @@ rm -rf "$build/test-records"
 # ---- The later steps' builds, at idle priority while ctest runs ----
 # ctest runs one test at a time, and most of its time goes to multi-rank tests that wait (timeouts,
 # restarts, rendezvous): about half of both cores sits idle. The single-backend, sanitizer and
-# fuzzing builds take that time under SCHED_IDLE, which gives a core to any test process that wakes.
+# fuzzing builds take that time under SCHED_IDLE, which gives a core to any test process that wakes;
+# the emulated-cluster tests wait for them (below).
 # Each step below still builds first (a no-op when this finished) and reports its own errors, so a
 # failure here is only logged. PREBUILD=0 builds them in their steps instead.
 prebuild() {
@@ -103,11 +104,18 @@ if [[ "${PREBUILD:-1}" == 1 ]] && { enabled CONFIGURATIONS || enabled SANITIZERS
 fi
 
 # Multi-rank tests already use every core: one test at a time.
-logged "$log" bash -c 'cd "$1" && shift && ctest --output-on-failure "$@"' _ "$build" "$@" || status=$?
-if [[ -n "$prebuild_pid" ]]; then
+run_ctest() { logged "$1" bash -c 'cd "$1" && shift && ctest --output-on-failure "$@"' _ "$build" "${@:2}"; }
+if [[ -z "$prebuild_pid" ]]; then
+  run_ctest "$log" "$@" || status=$?
+else
+  # The emulated-cluster tests (label cluster: faults, restarts and timeouts across hosts) run after
+  # the builds, on a quiet machine; the rest alongside them.
+  run_ctest "$log" -LE cluster "$@" || status=$?
   start=$SECONDS
   wait "$prebuild_pid" || echo "prebuild: could not start at idle priority (see $build/prebuild.log)"
   echo "==================== prebuild: waited $((SECONDS - start)) s after ctest (log: $build/prebuild.log) ===================="
+  run_ctest "$build/ctest-cluster.log" -L cluster "$@" || status=$?
+  cat "$build/ctest-cluster.log" >>"$log"
 fi
 
 cfg_log="$build/configurations.log"

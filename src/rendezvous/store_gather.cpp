@@ -33,7 +33,19 @@ std::string gather_and_publish(store::Store& store, const std::string& prefix, i
     store.set_string(result_key, combine(values));
   }
   store.wait({result_key}, timeout);
-  return store.get_string(result_key);
+  std::string result = store.get_string(result_key);
+  // Rank 0's process often hosts the store, and a rank may raise as soon as it reads the result (a
+  // record every rank reports as an error): rank 0 returns only once every rank has read it, so
+  // that its exit cannot take the store from a rank still reading. A rank that never reads fails on
+  // its own; rank 0 then goes on after `timeout`.
+  if (store.add(prefix + "read", 1) >= world_size) store.set_string(prefix + "all_read", "");
+  if (rank == 0) {
+    try {
+      store.wait({prefix + "all_read"}, timeout);
+    } catch (const TimeoutError&) {
+    }
+  }
+  return result;
 }
 
 }  // namespace idist::rendezvous

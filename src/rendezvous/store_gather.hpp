@@ -13,7 +13,8 @@ namespace idist::rendezvous {
 
 /// Publishes `mine` under `<prefix><rank>`; rank 0 waits for every rank's value, calls
 /// `combine(values)` (indexed by rank) and publishes the result under `<prefix>result`, which every
-/// rank returns. Collective over the world's ranks.
+/// rank returns. Rank 0 returns only after every rank has read the result (counted under
+/// `<prefix>read`), or after `timeout` more. Collective over the world's ranks.
 /// @throws TimeoutError on rank 0 naming the ranks that did not publish `what` within `timeout`
 ///         (at most 16), and on every rank when the result does not appear within `timeout`;
 ///         whatever `combine` throws (on rank 0).

@@ -1,6 +1,7 @@
 // nproc_per_node / nnodes / node rank: ignite's rules (compute_topology) and the exchange through a store.
 #include <unistd.h>
 
+#include <atomic>
 #include <climits>
 #include <thread>
 #include <vector>
@@ -9,6 +10,7 @@
 
 #include "idist/error.hpp"
 #include "rendezvous/discovery.hpp"
+#include "rendezvous/store_gather.hpp"
 #include "rendezvous/topology.hpp"
 #include "store/tcp_store.hpp"
 
@@ -188,4 +190,48 @@ TEST(ExchangeTopology, NoOpWhenExactAndSingleProcessShortcut) {
   idist::rendezvous::exchange_topology(unused, single, 1s);
   EXPECT_TRUE(single.topology_exact);
   EXPECT_EQ(single.nproc_per_node, 1);
+}
+
+// A client whose reads of the gathered result arrive late, as from a rank slower than rank 0.
+class LateResultReader : public idist::store::Store {
+ public:
+  explicit LateResultReader(int port) : inner_("127.0.0.1", port, false, 2, 10s) {}
+  std::chrono::steady_clock::time_point read_at{};
+
+  std::chrono::milliseconds timeout() const override { return inner_.timeout(); }
+  std::string describe() const override { return inner_.describe(); }
+
+ private:
+  void do_set(const std::string& key, const std::vector<char>& data) override { inner_.set(key, data); }
+  std::vector<char> do_get(const std::string& key) override {
+    const bool result = key.ends_with("result");
+    if (result) std::this_thread::sleep_for(300ms);
+    auto value = inner_.get(key);
+    if (result) read_at = std::chrono::steady_clock::now();
+    return value;
+  }
+  std::int64_t do_add(const std::string& key, std::int64_t delta) override { return inner_.add(key, delta); }
+  bool do_check(const std::vector<std::string>& keys) override { return inner_.check(keys); }
+  void do_wait(const std::vector<std::string>& keys, std::chrono::milliseconds t) override { inner_.wait(keys, t); }
+  TCPStore inner_;
+};
+
+// Rank 0's process often hosts the store and may exit as soon as the exchange returns (a result every
+// rank raises on): it must not return before a slower rank has read the result.
+TEST(GatherAndPublish, RankZeroReturnsOnlyAfterEveryRankReadTheResult) {
+  auto server = std::make_unique<TCPStore>("127.0.0.1", 0, true, 2, 10s, false);
+  const auto join = [](const std::vector<std::string>& values) { return values[0] + "," + values[1]; };
+  std::chrono::steady_clock::time_point returned_at{};
+  std::string result0, result1;
+  LateResultReader late(server->port());
+  std::thread rank1([&] { result1 = idist::rendezvous::gather_and_publish(late, "t/", 1, 2, "b", "b", 5s, join); });
+  TCPStore client("127.0.0.1", server->port(), false, 2, 10s);
+  result0 = idist::rendezvous::gather_and_publish(client, "t/", 0, 2, "a", "a", 5s, join);
+  returned_at = std::chrono::steady_clock::now();
+  rank1.join();
+  EXPECT_EQ(result0, "a,b");
+  EXPECT_EQ(result1, "a,b");
+  EXPECT_GE(returned_at, late.read_at) << "rank 0 returned "
+                                       << std::chrono::duration<double>(late.read_at - returned_at).count()
+                                       << " s before rank 1 had read the result";
 }
