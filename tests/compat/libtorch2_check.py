@@ -133,8 +133,7 @@ def precompile(header, copy, argv, cwd):
     """Copies the build's precompiled header source to copy and precompiles it there (copy + ".gch",
     which GCC takes for -include copy); returns (ok, compiler output)."""
     os.makedirs(os.path.dirname(copy), exist_ok=True)
-    with open(header) as src, open(copy, "w") as dst:
-        dst.write(src.read())
+    shutil.copyfile(header, copy)
     p = subprocess.run(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     return p.returncode == 0, p.stdout
 
