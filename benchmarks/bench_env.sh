@@ -1,4 +1,4 @@
-# Sourced by run_collectives.sh, run_training.sh and repeat_training.sh: the settings they share
+# Sourced by the benchmark scripts (run_*.sh, repeat_training.sh): the settings they share
 # and how they start ranks.
 #
 #   . "$(dirname "$0")/bench_env.sh" <benchmark target> <script name>
@@ -66,4 +66,21 @@ pair() {
   timeout --kill-after=30 "$run_timeout" "${hp[@]}" "${env[@]}" RANK=0 "$@" > "$log.out" 2> "$log.err" || status=$?
   wait "$rank1" || status=$?
   return "$status"
+}
+
+# ddp_check <script name>: exits unless PEER_PYTHON (default /usr/bin/python3) has torch with gloo.
+ddp_check() {
+  "${PEER_PYTHON:-/usr/bin/python3}" -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null ||
+    { echo "$1: ${PEER_PYTHON:-/usr/bin/python3} has no torch with gloo (Debian: apt install python3-torch)" >&2; exit 1; }
+}
+
+# ddp_pair <log> <args...>: PyTorch's DDP in Python (benchmarks/peers/ddp_fashion_mnist.py under
+# PEER_PYTHON, default /usr/bin/python3) with <args>, through pair. DDP's Gloo binds to the address of
+# the host's own name (127.0.1.1 on these hosts, as on Debian), which the peer cannot reach: its users
+# name the interface.
+ddp_pair() {
+  local log=$1
+  shift
+  pair "$log" env GLOO_SOCKET_IFNAME=eth0 "${PEER_PYTHON:-/usr/bin/python3}" "$root/benchmarks/peers/ddp_fashion_mnist.py" \
+    --nproc 0 --threads 1 "$@"
 }

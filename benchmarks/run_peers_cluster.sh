@@ -36,10 +36,8 @@ cnn_rate=${CNN_RATE:-1gbit}
 run_timeout=${RUN_TIMEOUT:-900}
 pin=${PIN:-0}
 example=$build/examples/fashion_mnist/fashion_mnist
-ddp=$root/benchmarks/peers/ddp_fashion_mnist.py
 summarize=$root/benchmarks/peers/summarize.py
-"$python" -c 'import torch.distributed as d; assert d.is_gloo_available()' ||
-  { echo "run_peers_cluster: $python has no torch with gloo (Debian: apt install python3-torch)" >&2; exit 1; }
+ddp_check run_peers_cluster
 [[ $rounds =~ ^[1-9][0-9]*$ && $rounds -le 20 ]] || { echo "run_peers_cluster: ROUNDS=$rounds, expected 1..20" >&2; exit 1; }
 [[ $pin == 0 || $pin == 1 ]] || { echo "run_peers_cluster: PIN=$pin, expected 0 or 1" >&2; exit 1; }
 if [[ $cnn_rate != none && ! -x $example ]]; then
@@ -69,9 +67,9 @@ run_program() {
       timeout --kill-after=30 "$run_timeout" "$cluster" run 1 mpirun "${mpiflags[@]}" \
         $("$root/scripts/cluster-agent.sh" --mpirun-flags) --host "$h1:1,$h2:1" -np 2 -x OMP_NUM_THREADS \
         "${mpi_pin[@]}" "$bin" --backend mpi "${trainer_args[@]}" > "$log.out" 2> "$log.err" ;;
-    mlp_ddp_gloo) pair "$log" env "${ddp_env[@]}" "$python" "$ddp" --mode mlp --nproc 0 --threads 1 --mlp-batch "$batch" "${mlp[@]}" ;;
+    mlp_ddp_gloo) ddp_pair "$log" --mode mlp --mlp-batch "$batch" "${mlp[@]}" ;;
     example_gloo) pair "$log" "$example" --backend gloo --epochs 1 --limit "${CNN_LIMIT:-0}" ;;
-    ddp_gloo) pair "$log" env "${ddp_env[@]}" "$python" "$ddp" --nproc 0 --threads 1 --epochs 1 --limit "${CNN_LIMIT:-0}" ;;
+    ddp_gloo) ddp_pair "$log" --epochs 1 --limit "${CNN_LIMIT:-0}" ;;
     *) echo "run_peers_cluster: unknown program $p" >&2; return 1 ;;
   esac || { echo "run_peers_cluster: $p failed (or ran past RUN_TIMEOUT=$run_timeout s):" >&2
             tail -n 20 "$log.err"* >&2; return 1; }
@@ -81,10 +79,6 @@ run_program() {
     grep '^{' "$log.out" | tail -n 1 || { echo "run_peers_cluster: $p printed no JSON line" >&2; return 1; }
   fi
 }
-
-# DDP's Gloo binds to the address of the host's own name, 127.0.1.1 on these hosts as on Debian, and
-# the peer's connect is refused: its users name the interface.
-ddp_env=(GLOO_SOCKET_IFNAME=eth0)
 
 # rounds_of <rate> <batch> <program>...: every program once per round, the first one rotating; each JSON
 # line goes to $runs with the point (rate, batch), the round and the program.

@@ -16,8 +16,13 @@
 # <out>/bound_<rate>/batch<B>/ and <out>/bound_summary.txt (ratios; the issue's limit is 1.15), with the
 # synchronous floor forward + max(backward + optimizer step, wire) from no_sync's timed phases, also with
 # the wire time at TCP's goodput on the shaped link (tcp_goodput in bench_env.sh).
+# At every bound point PyTorch's DDP in Python runs the same MLP step too (benchmarks/peers/
+# ddp_fashion_mnist.py, gloo, DDP's defaults, one process per host started like idist's gloo ranks,
+# BOUND_DDP_STEPS timed steps, default 12, after 10 untimed); bound_summary.txt gives its p50 and
+# x_ddp = DDP's step / auto_model's (> 1: idist faster). BOUND_DDP=0 skips it.
 # PIN=1 pins each rank to one core (host K's rank to core K-1, as idist::spawn pins its workers); by
 # default (0) the ranks float over both cores. RUN_TIMEOUT: seconds per benchmark run (3600).
+# IDIST_CLUSTER_BURST (bytes) reaches scripts/cluster.sh: tbf's bucket on every link, instead of 1 ms of the rate.
 # As root; tears the cluster down on exit.
 #
 #   RATES="1gbit 10gbit" MODELS=mlp32x512 BUILD_DIR=build benchmarks/run_training_cluster.sh [args...]
@@ -57,6 +62,12 @@ bound_warmup=${BOUND_WARMUP:-40}
 # The bound needs no_sync, auto_model and auto_model+fp16; fixed caps (auto_model:<MiB>) may be added to
 # compare the tuned cap with them.
 bound_configs=${BOUND_CONFIGS:-no_sync,auto_model,auto_model+fp16}
+bound_ddp=${BOUND_DDP:-1}
+bound_ddp_steps=${BOUND_DDP_STEPS:-12}
+[[ $bound_ddp == 0 || $bound_ddp == 1 ]] || { echo "run_training_cluster: BOUND_DDP=$bound_ddp, expected 0 or 1" >&2; exit 1; }
+[[ $bound_ddp_steps =~ ^[1-9][0-9]{0,3}$ ]] ||
+  { echo "run_training_cluster: BOUND_DDP_STEPS=$bound_ddp_steps, expected 1..9999" >&2; exit 1; }
+[[ $bound == 0 || $bound_ddp == 0 ]] || ddp_check run_training_cluster
 
 # run_backends DIR CONFIGS MODELS ARGS...: the benchmark on the cluster that is up, for each backend.
 run_backends() {
@@ -116,6 +127,12 @@ if [ "$bound" = 1 ]; then
   for batch in $bound_batches; do
     run_backends "$out/bound_$bound_rate/batch$batch" "$bound_configs" mlp32x512 \
       --batch "$batch" "${bound_args[@]}"
+    if [ "$bound_ddp" = 1 ]; then
+      ddp_pair "$out/bound_$bound_rate/batch$batch/ddp" --mode mlp --mlp-batch "$batch" --warmup 10 \
+        --steps "$bound_ddp_steps" ||
+        { echo "run_training_cluster: PyTorch's DDP failed (or ran past RUN_TIMEOUT=$run_timeout s):" >&2
+          cat "$out/bound_$bound_rate/batch$batch"/ddp.err* >&2; exit 1; }
+    fi
   done
   goodput=$(tcp_goodput "$cluster")
   "$cluster" down
@@ -128,26 +145,35 @@ if [ "$bound" = 1 ]; then
     echo "# floor: the synchronous floor forward + max(backward + step, wire) from no_sync's phases; x_floor ="
     echo "# auto_ms / floor_ms (target 1.10). tcp_ms: the wire time at TCP's goodput, $goodput of the rate (tbf"
     echo "# counts each frame's headers: bench_env.sh's tcp_goodput); floor_tcp and x_floor_tcp use it."
-    printf "%-13s %6s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %11s\n" backend batch no_sync wire_ms auto_ms \
-      x_bound fp16_ms x_bound16 fwd_ms bwd_ms step_ms floor_ms x_floor tcp_ms floor_tcp x_floor_tcp
+    echo "# ddp_ms: PyTorch's DDP (gloo, its defaults) on the same hosts; x_ddp = ddp_ms / auto_ms (> 1: idist faster)."
+    echo "# best_cap: the fastest fixed cap among BOUND_CONFIGS' auto_model:<MiB>; x_best = auto_ms / its p50 (the tuner's miss)."
+    printf "%-13s %6s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %11s %9s %7s %8s %7s\n" backend batch no_sync \
+      wire_ms auto_ms x_bound fp16_ms x_bound16 fwd_ms bwd_ms step_ms floor_ms x_floor tcp_ms floor_tcp x_floor_tcp ddp_ms \
+      x_ddp best_cap x_best
     for batch in $bound_batches; do
+      ddp_ms=$(sed -n 's/.*"p50_ms": *\([0-9.]*\).*/\1/p' "$out/bound_$bound_rate/batch$batch/ddp.out" 2>/dev/null | tail -n 1)
       for f in "$out/bound_$bound_rate/batch$batch"/training_*_mlp32x512.csv; do
         [ -e "$f" ] || continue
         b=$(basename "$f" _mlp32x512.csv); b=${b#training_}
-        awk -F, -v b="$b" -v batch="$batch" -v bits="$rate_bits" -v goodput="$goodput" '
+        awk -F, -v b="$b" -v batch="$batch" -v bits="$rate_bits" -v goodput="$goodput" -v ddp="${ddp_ms:-0}" '
           NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
           { p[$(c["config"])] = $(c["p50_ms"]); g = $(c["grad_MiB"])
+            if ($(c["config"]) ~ /^auto_model:[0-9]+$/ && (best == "" || $(c["p50_ms"]) < best)) {
+              best = $(c["p50_ms"]); cap = $(c["config"]); sub(/^auto_model:/, "", cap) }
             if ($(c["config"]) == "no_sync" && ("forward_p50_ms" in c)) {
               fw = $(c["forward_p50_ms"]); bw = $(c["backward_p50_ms"]); st = $(c["step_p50_ms"]) } }
           END { ns = p["no_sync"]; wire = g * 1048576 * 8 / bits * 1000
                 lim = ns > wire ? ns : wire; lim16 = ns > wire / 2 ? ns : wire / 2
                 floor = fw + (bw + st > wire ? bw + st : wire)
                 tcp = wire / goodput; floor_tcp = fw + (bw + st > tcp ? bw + st : tcp)
-                printf "%-13s %6s %9.2f %9.2f %9.2f %9.3f %9.2f %9.3f %9.2f %9.2f %9.2f %9.2f %9.3f %9.2f %9.2f %11.3f\n",
+                printf "%-13s %6s %9.2f %9.2f %9.2f %9.3f %9.2f %9.3f %9.2f %9.2f %9.2f %9.2f %9.3f %9.2f %9.2f %11.3f %9s %7s %8s %7s\n",
                        b, batch, ns, wire, p["auto_model"], (lim > 0 ? p["auto_model"] / lim : 0), p["auto_model+fp16"],
                        (lim16 > 0 ? p["auto_model+fp16"] / lim16 : 0), fw, bw, st, floor,
                        (floor > 0 ? p["auto_model"] / floor : 0), tcp, floor_tcp,
-                       (floor_tcp > 0 ? p["auto_model"] / floor_tcp : 0) }' "$f"
+                       (floor_tcp > 0 ? p["auto_model"] / floor_tcp : 0),
+                       (ddp > 0 ? sprintf("%.2f", ddp) : "-"),
+                       (ddp > 0 && p["auto_model"] > 0 ? sprintf("%.3f", ddp / p["auto_model"]) : "-"),
+                       (best > 0 ? cap : "-"), (best > 0 ? sprintf("%.3f", p["auto_model"] / best) : "-") }' "$f"
       done
     done
   } | tee "$out/bound_summary.txt"

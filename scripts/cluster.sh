@@ -48,9 +48,12 @@ usage() {
   cat <<EOF
 usage: cluster.sh COMMAND [ARGS]      (as root; IDIST_CLUSTER=<prefix>, default idc)
 
-  up N [--rate RATE]   create hosts ${NAME}1..${NAME}N (198.18.0.1..N/24) on bridge
+  up N [--rate RATE] [--burst BYTES]
+                       create hosts ${NAME}1..${NAME}N (198.18.0.1..N/24) on bridge
                        $BRIDGE; RATE (e.g. 100mbit, 1gbit, 10gbit) shapes every
-                       link in both directions with tbf. Fails (exit 1) if this
+                       link in both directions with tbf, whose bucket is BYTES
+                       (default: 1 ms of RATE, at least 128 KiB; IDIST_CLUSTER_BURST
+                       gives it when --burst is absent). Fails (exit 1) if this
                        cluster already exists; a failed up removes what it made.
   down                 stop recorded daemons, remove hosts, bridge, /etc/netns
                        files and state; idempotent, always exits 0
@@ -287,11 +290,13 @@ up_exit() {
 }
 
 cmd_up() {
-  local n="" rate="" burst="" err k ns port
+  local n="" rate="" burst="" want_burst=${IDIST_CLUSTER_BURST:-} err k ns port
   while (($#)); do
     case $1 in
       --rate) (($# >= 2)) || usage_die "--rate needs a value"; rate=$2; shift 2 ;;
       --rate=*) rate=${1#--rate=}; shift ;;
+      --burst) (($# >= 2)) || usage_die "--burst needs a value"; want_burst=$2; shift 2 ;;
+      --burst=*) want_burst=${1#--burst=}; shift ;;
       *) [[ -z $n ]] || usage_die "unexpected argument '$1'"; n=$1; shift ;;
     esac
   done
@@ -301,6 +306,13 @@ cmd_up() {
   n=$((10#$n))
   if [[ -n $rate ]]; then
     burst=$(burst_for "$rate") || usage_die "--rate '$rate': use <number>[k|m|g]bit, e.g. 1gbit"
+  fi
+  if [[ -n $want_burst ]]; then
+    # at least one 64 KiB GSO packet, so that tbf never has to split one
+    [[ $want_burst =~ ^[0-9]{1,9}$ ]] && ((10#$want_burst >= 65536)) ||
+      usage_die "--burst '$want_burst': a bucket size in bytes from 65536 to 999999999 was expected"
+    [[ -n $rate ]] || usage_die "--burst needs --rate"
+    burst=$((10#$want_burst))
   fi
 
   [[ $(id -u) -eq 0 ]] || cannot "not root (network namespaces, a bridge and veth pairs need root)"
@@ -322,7 +334,7 @@ cmd_up() {
   trap 'exit 143' TERM
   mkdir -p "$STATE/pids"
   echo "$n" >"$STATE/hosts"       # first, so a crash leaves enough to clean up
-  echo "${rate:-unshaped}" >"$STATE/rate"
+  echo "${rate:-unshaped}${burst:+ burst $burst}" >"$STATE/rate"
 
   # The first bridge, namespace and veth decide whether this machine can do it.
   err=$(ip link add name "$BRIDGE" type bridge 2>&1) ||
@@ -363,7 +375,7 @@ cmd_up() {
   touch "$STATE/up"
   UP_DONE=1
   trap - EXIT INT TERM
-  echo "cluster '$NAME' up: hosts $(host_ns 1)..$(host_ns "$n") = $NET.1..$NET.$n/24, bridge $BRIDGE, rate ${rate:-unshaped}"
+  echo "cluster '$NAME' up: hosts $(host_ns 1)..$(host_ns "$n") = $NET.1..$NET.$n/24, bridge $BRIDGE, rate ${rate:-unshaped}${burst:+, tbf burst $burst bytes}"
 }
 
 cmd_down() {
