@@ -68,8 +68,7 @@ def tally(path):
         if m and int(m[3]) in pending:
             rows.append((int(m[3]), pending.pop(int(m[3])), float(m[1])))
     main = min(names) if names else 0
-    # threads sharing the process's name, other than the training thread: Gloo's transport loop
-    # (the busiest) and the store's; named by their order of appearance.
+    # The other threads with the process's name (Gloo's transport loop, the store's) count as "unnamed".
     label = {}
     for tid in sorted(names):
         comm = names[tid]

@@ -125,6 +125,7 @@ if [ "$bound" = 1 ]; then
     *) bound_args+=(--warmup "$bound_warmup") ;;
   esac
   for batch in $bound_batches; do
+    rm -f "$out/bound_$bound_rate/batch$batch"/ddp.*  # an earlier run's DDP must not reach this summary
     run_backends "$out/bound_$bound_rate/batch$batch" "$bound_configs" mlp32x512 \
       --batch "$batch" "${bound_args[@]}"
     if [ "$bound_ddp" = 1 ]; then
@@ -151,7 +152,9 @@ if [ "$bound" = 1 ]; then
       wire_ms auto_ms x_bound fp16_ms x_bound16 fwd_ms bwd_ms step_ms floor_ms x_floor tcp_ms floor_tcp x_floor_tcp ddp_ms \
       x_ddp best_cap x_best
     for batch in $bound_batches; do
-      ddp_ms=$(sed -n 's/.*"p50_ms": *\([0-9.]*\).*/\1/p' "$out/bound_$bound_rate/batch$batch/ddp.out" 2>/dev/null | tail -n 1)
+      ddp_ms=""
+      [ ! -e "$out/bound_$bound_rate/batch$batch/ddp.out" ] ||
+        ddp_ms=$(sed -n 's/.*"p50_ms": *\([0-9.]*\).*/\1/p' "$out/bound_$bound_rate/batch$batch/ddp.out" | tail -n 1)
       for f in "$out/bound_$bound_rate/batch$batch"/training_*_mlp32x512.csv; do
         [ -e "$f" ] || continue
         b=$(basename "$f" _mlp32x512.csv); b=${b#training_}
