@@ -40,10 +40,19 @@ tcp_goodput() {
   awk -v m="$mtu" 'BEGIN { printf "%.4f\n", (m - 52) / (m + 14) }'
 }
 
-# The two helpers below start commands on an emulated 2-host cluster (scripts/cluster.sh) that is up;
-# they read the caller's cluster (its script), h1 (host 1's name), pin (1: host K's processes on core
-# K-1) and run_timeout (seconds each command may run).
+# The helpers below bring up and use an emulated 2-host cluster (scripts/cluster.sh); they read the
+# caller's cluster (its script), h1 (host 1's name), pin (1: host K's processes on core K-1) and
+# run_timeout (seconds each command may run).
 #
+# cluster_up_pair <rate>: a fresh 2-host cluster (whatever the caller's cluster left is removed first)
+# with links shaped at <rate>; sets h1 and h2 to the hosts' names. cluster.sh's own line goes to stdout.
+cluster_up_pair() {
+  "$cluster" down >/dev/null 2>&1 || true
+  "$cluster" up 2 --rate "$1"
+  h1=$("$cluster" hostname 1)
+  h2=$("$cluster" hostname 2)
+}
+
 # host_prefix <K>: sets hp to the command prefix that runs on emulated host K (pinned to core K-1 when
 # pin is 1).
 host_prefix() {

@@ -32,15 +32,12 @@ bits_per_s=$((BASH_REMATCH[1] * unit))
 dir=$out/collectives_cluster
 mkdir -p "$dir"
 trap '"$cluster" down >/dev/null 2>&1 || true' EXIT
-"$cluster" down >/dev/null 2>&1 || true
-"$cluster" up 2 --rate "$rate"
-h1=$("$cluster" hostname 1)
+cluster_up_pair "$rate"
 goodput=$(tcp_goodput "$cluster")
 # shellcheck disable=SC2206
 args=(--backend "$backend" --ops $ops --min-bytes "${MIN_BYTES:-16777216}" --max-bytes "${MAX_BYTES:-33554432}"
   --iters-large "$iters" --warmup-large 1 --timeout 120 --skew-us "${SKEW_US:-0}")
 [ "$backend" = gloo ] && args+=(--nproc 0)
-h2=$("$cluster" hostname 2)
 for pin in $pins; do
   [[ $pin == 0 || $pin == 1 ]] || { echo "run_collectives_cluster: PIN has $pin, expected 0 or 1" >&2; exit 1; }
   port=$((20000 + RANDOM % 20000))

@@ -28,9 +28,7 @@ command -v perf >/dev/null || { echo "run_lock_waits: perf not found (Debian: ap
 dir="$out/lock_waits_${rate}_b$batch"
 mkdir -p "$dir"
 trap '"$cluster" down >/dev/null 2>&1 || true' EXIT
-"$cluster" down >/dev/null 2>&1 || true
-"$cluster" up 2 --rate "$rate" >/dev/null
-h1=$("$cluster" hostname 1)
+cluster_up_pair "$rate" >/dev/null
 
 # traced <steps>: auto_model:<cap> with <steps> timed steps; rank 0 under perf trace (all its threads).
 traced() {

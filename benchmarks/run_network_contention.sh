@@ -29,9 +29,7 @@ stop_streams() {
   streams=()
 }
 trap 'stop_streams; "$cluster" down >/dev/null 2>&1 || true' EXIT
-"$cluster" down >/dev/null 2>&1 || true
-"$cluster" up 2 --rate "$rate" >/dev/null
-h1=$("$cluster" hostname 1)
+cluster_up_pair "$rate" >/dev/null
 
 # bench <label>: no_sync on both hosts, pinned (bench_env.sh's pair).
 bench() {

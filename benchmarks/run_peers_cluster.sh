@@ -111,10 +111,7 @@ echo "# $(date -u '+%F %T UTC') on $(hostname): $(nproc --all) cores; 2 emulated
   "idist config $config, warm-up $warmup, $steps timed steps, $rounds rounds;" \
   "load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$dir/env.txt"
 for rate in $rates; do
-  "$cluster" down >/dev/null 2>&1 || true
-  "$cluster" up 2 --rate "$rate"
-  h1=$("$cluster" hostname 1)
-  h2=$("$cluster" hostname 2)
+  cluster_up_pair "$rate"
   for batch in $batches; do
     rounds_of "$rate" "$batch" "${mlp_programs[@]}"
   done

@@ -15,8 +15,7 @@ rate=${RATE:-1gbit}
 bytes=${BYTES:-268435456}
 [[ $bytes =~ ^[1-9][0-9]*$ && $bytes -le 4294967296 ]] || { echo "run_tcp_goodput: BYTES=$bytes, expected 1..4 GiB" >&2; exit 1; }
 trap '"$cluster" down >/dev/null 2>&1 || true' EXIT
-"$cluster" down >/dev/null 2>&1 || true
-"$cluster" up 2 --rate "$rate" >/dev/null
+cluster_up_pair "$rate" >/dev/null
 goodput=$(tcp_goodput "$cluster")
 echo "# $rate, MTU $("$cluster" run 1 cat /sys/class/net/eth0/mtu): expected payload rate $goodput of the rate"
 for dir in "1 2" "2 1"; do

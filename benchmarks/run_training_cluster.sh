@@ -105,20 +105,14 @@ echo "# $(date -u '+%F %T UTC') on $(hostname): $(nproc --all) cores; 2 emulated
   tee "$out/cluster_env.txt"
 if [ "$sweep" = 1 ]; then
   for rate in $rates; do
-    "$cluster" down >/dev/null 2>&1 || true
-    "$cluster" up 2 --rate "$rate"
-    h1=$("$cluster" hostname 1)
-    h2=$("$cluster" hostname 2)
+    cluster_up_pair "$rate"
     run_backends "$out/cluster_$rate" "$configs" "$models" "$@"
     "$cluster" down
   done
 fi
 
 if [ "$bound" = 1 ]; then
-  "$cluster" down >/dev/null 2>&1 || true
-  "$cluster" up 2 --rate "$bound_rate"
-  h1=$("$cluster" hostname 1)
-  h2=$("$cluster" hostname 2)
+  cluster_up_pair "$bound_rate"
   bound_args=("$@")
   case " $* " in
     *" --warmup "* | *" --warmup="*) ;;  # the caller's warm-up (it must cover the tuning)
